@@ -1,0 +1,181 @@
+//! CUBIC (RFC 9438). Window growth is a cubic function of the time since the
+//! last congestion event, with a Reno-friendly lower bound (W_est).
+
+use super::{slow_start_increase, AckEvent, CcConfig, CongestionControl};
+use crate::engine::time::as_secs_f64;
+use crate::engine::Time;
+
+/// RFC 9438 constants.
+const C: f64 = 0.4;
+const BETA: f64 = 0.7;
+
+pub struct Cubic {
+    cfg: CcConfig,
+    /// Congestion window, bytes.
+    cwnd: u64,
+    /// Slow-start threshold, bytes.
+    ssthresh: u64,
+    /// Window (segments) just before the last reduction, after fast convergence.
+    w_max: f64,
+    /// cwnd (segments) at the last congestion event, for the Reno-friendly α switch.
+    cwnd_prior: f64,
+    /// Start of the current congestion-avoidance epoch.
+    epoch_start: Option<Time>,
+    /// Time (s) the cubic curve takes to return to w_max.
+    k: f64,
+    /// Reno-friendly window estimate (segments).
+    w_est: f64,
+    /// cwnd in segments as a float, so that sub-segment growth accumulates.
+    cwnd_seg: f64,
+}
+
+impl Cubic {
+    pub fn new(cfg: CcConfig) -> Self {
+        let w = cfg.initial_window as f64 / cfg.mss as f64;
+        Self {
+            cwnd: cfg.initial_window,
+            ssthresh: cfg.initial_ssthresh,
+            w_max: 0.0,
+            cwnd_prior: 0.0,
+            epoch_start: None,
+            k: 0.0,
+            w_est: w,
+            cwnd_seg: w,
+            cfg,
+        }
+    }
+
+    fn w_cubic(&self, t: f64) -> f64 {
+        C * (t - self.k).powi(3) + self.w_max
+    }
+
+    fn set_cwnd_segments(&mut self, w: f64) {
+        self.cwnd_seg = w;
+        self.cwnd = ((w * self.cfg.mss as f64) as u64).max(self.cfg.mss);
+    }
+
+    fn reduce(&mut self, flight_size: u64) {
+        let w = self.cwnd as f64 / self.cfg.mss as f64;
+        self.cwnd_prior = w;
+        // Fast convergence: release bandwidth sooner when the window shrank.
+        self.w_max = if w < self.w_max { w * (1.0 + BETA) / 2.0 } else { w };
+        self.ssthresh = ((flight_size as f64 * BETA) as u64).max(2 * self.cfg.mss);
+        self.epoch_start = None;
+    }
+}
+
+impl CongestionControl for Cubic {
+    fn on_ack(&mut self, ack: &AckEvent) {
+        if !ack.cwnd_limited {
+            return;
+        }
+        if self.cwnd < self.ssthresh {
+            let w = self.cwnd + slow_start_increase(&self.cfg, ack.newly_acked);
+            self.set_cwnd_segments(w as f64 / self.cfg.mss as f64);
+            return;
+        }
+        let mss = self.cfg.mss as f64;
+        let cwnd = self.cwnd_seg;
+        let epoch = *self.epoch_start.get_or_insert_with(|| {
+            // New epoch: K from the distance to w_max (0 if already above it).
+            self.k = if self.w_max > cwnd { ((self.w_max - cwnd) / C).cbrt() } else { 0.0 };
+            if self.w_max < cwnd {
+                self.w_max = cwnd;
+            }
+            self.w_est = cwnd;
+            ack.now
+        });
+        let t = as_secs_f64(ack.now - epoch);
+        let rtt = ack.srtt.map_or(0.1, as_secs_f64);
+        let acked_segments = ack.newly_acked as f64 / mss;
+        let target = self.w_cubic(t + rtt).clamp(cwnd, 1.5 * cwnd);
+        let mut next = cwnd + (target - cwnd) / cwnd * acked_segments;
+        // Reno-friendly region: α = 3(1-β)/(1+β) until W_est reaches cwnd_prior.
+        let alpha = if self.w_est >= self.cwnd_prior { 1.0 } else { 3.0 * (1.0 - BETA) / (1.0 + BETA) };
+        self.w_est += alpha * acked_segments / cwnd;
+        if self.w_cubic(t) < self.w_est {
+            next = next.max(self.w_est);
+        }
+        self.set_cwnd_segments(next);
+    }
+
+    fn on_congestion_event(&mut self, _now: Time, flight_size: u64) {
+        self.reduce(flight_size);
+        self.set_cwnd_segments(self.ssthresh as f64 / self.cfg.mss as f64);
+        self.w_est = self.cwnd_seg;
+    }
+
+    fn on_timeout(&mut self, _now: Time, flight_size: u64, first: bool) {
+        if first {
+            self.reduce(flight_size);
+        }
+        self.epoch_start = None;
+        self.set_cwnd_segments(1.0);
+    }
+
+    fn window(&self) -> u64 {
+        self.cwnd
+    }
+    fn ssthresh(&self) -> u64 {
+        self.ssthresh
+    }
+    fn name(&self) -> &'static str {
+        "cubic"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::time::{MILLISECOND, SECOND};
+
+    const MSS: u64 = 1000;
+
+    fn cubic() -> Cubic {
+        Cubic::new(CcConfig { mss: MSS, initial_window: 10 * MSS, initial_ssthresh: u64::MAX, abc_limit: 1 })
+    }
+
+    #[test]
+    fn loss_reduces_to_beta() {
+        let mut c = cubic();
+        c.set_cwnd_segments(100.0);
+        c.on_congestion_event(0, 100 * MSS);
+        assert_eq!(c.window(), 70 * MSS);
+    }
+
+    /// RFC 9438 §4.2: after a reduction from W_max, the window returns to
+    /// W_max after K = cbrt(W_max (1-β) / C) seconds.
+    #[test]
+    fn regains_w_max_after_k_seconds() {
+        let mut c = cubic();
+        c.set_cwnd_segments(1000.0);
+        c.on_congestion_event(0, 1000 * MSS);
+        let k = (1000.0 * (1.0 - BETA) / C).cbrt(); // ≈ 9.09 s
+        // One RTT at a time, a window's worth of one-segment ACKs. At 100 ms
+        // the Reno-friendly estimate stays below the cubic curve (at 1 ms it
+        // would not: CUBIC is then Reno-like by design).
+        let rtt = 100 * MILLISECOND;
+        let mut now = 0;
+        let mut reached = None;
+        while now < 20 * SECOND {
+            now += rtt;
+            for _ in 0..c.window() / MSS {
+                c.on_ack(&AckEvent { now, newly_acked: MSS, srtt: Some(rtt), cwnd_limited: true });
+            }
+            if reached.is_none() && c.window() >= 1000 * MSS {
+                reached = Some(as_secs_f64(now));
+            }
+        }
+        let t = reached.expect("never regained w_max");
+        assert!((t - k).abs() / k < 0.05, "regained at {t} s, K = {k} s");
+    }
+
+    #[test]
+    fn fast_convergence_lowers_w_max() {
+        let mut c = cubic();
+        c.set_cwnd_segments(100.0);
+        c.on_congestion_event(0, 100 * MSS); // w_max = 100
+        c.on_congestion_event(0, 70 * MSS); // cwnd 70 < 100: w_max = 70·1.7/2
+        assert!((c.w_max - 59.5).abs() < 1e-9);
+    }
+}

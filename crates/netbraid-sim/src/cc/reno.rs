@@ -1,0 +1,118 @@
+//! Reno / NewReno window growth (RFC 5681): slow start below ssthresh,
+//! one MSS per RTT in congestion avoidance (MSS²/cwnd per ACK, so a delayed-ACK
+//! receiver halves the growth rate, as Mathis' C = 0.87 assumes), halving on
+//! loss.
+
+use super::{half_flight, slow_start_increase, AckEvent, CcConfig, CongestionControl};
+use crate::engine::Time;
+
+pub struct Reno {
+    cfg: CcConfig,
+    /// Congestion window, bytes.
+    cwnd: u64,
+    /// Slow-start threshold, bytes.
+    ssthresh: u64,
+}
+
+impl Reno {
+    pub fn new(cfg: CcConfig) -> Self {
+        Self { cwnd: cfg.initial_window, ssthresh: cfg.initial_ssthresh, cfg }
+    }
+}
+
+impl CongestionControl for Reno {
+    fn on_ack(&mut self, ack: &AckEvent) {
+        if !ack.cwnd_limited {
+            return;
+        }
+        if self.cwnd < self.ssthresh {
+            self.cwnd += slow_start_increase(&self.cfg, ack.newly_acked);
+        } else {
+            self.cwnd += (self.cfg.mss * self.cfg.mss / self.cwnd).max(1);
+        }
+    }
+
+    fn on_congestion_event(&mut self, _now: Time, flight_size: u64) {
+        self.ssthresh = half_flight(&self.cfg, flight_size);
+        self.cwnd = self.ssthresh;
+    }
+
+    fn on_timeout(&mut self, _now: Time, flight_size: u64, first: bool) {
+        if first {
+            self.ssthresh = half_flight(&self.cfg, flight_size);
+        }
+        self.cwnd = self.cfg.mss;
+    }
+
+    fn window(&self) -> u64 {
+        self.cwnd
+    }
+    fn ssthresh(&self) -> u64 {
+        self.ssthresh
+    }
+    fn name(&self) -> &'static str {
+        "reno"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSS: u64 = 1000;
+
+    fn reno() -> Reno {
+        Reno::new(CcConfig { mss: MSS, initial_window: 2 * MSS, initial_ssthresh: u64::MAX, abc_limit: 1 })
+    }
+
+    fn ack(bytes: u64) -> AckEvent {
+        AckEvent { now: 0, newly_acked: bytes, srtt: None, cwnd_limited: true }
+    }
+
+    #[test]
+    fn slow_start_doubles_per_window() {
+        let mut r = reno();
+        for _ in 0..2 {
+            r.on_ack(&ack(MSS));
+        }
+        assert_eq!(r.window(), 4 * MSS);
+    }
+
+    #[test]
+    fn abc_limit_caps_stretch_acks() {
+        let mut r = reno();
+        r.on_ack(&ack(2 * MSS)); // one ACK for two segments: +1 MSS with L = 1
+        assert_eq!(r.window(), 3 * MSS);
+    }
+
+    #[test]
+    fn congestion_avoidance_adds_one_mss_per_window() {
+        let mut r = reno();
+        r.on_congestion_event(0, 40 * MSS); // ssthresh = cwnd = 20 MSS
+        assert_eq!(r.window(), 20 * MSS);
+        for _ in 0..20 {
+            r.on_ack(&ack(MSS));
+        }
+        // 20 increments of MSS²/cwnd with cwnd slowly rising: just under +1 MSS.
+        let grown = r.window() - 20 * MSS;
+        assert!((950..=1000).contains(&grown), "{grown}");
+    }
+
+    #[test]
+    fn halving_uses_flight_size_and_floor() {
+        let mut r = reno();
+        r.on_congestion_event(0, 3 * MSS);
+        assert_eq!(r.ssthresh(), 2 * MSS); // floor 2·SMSS
+        r.on_timeout(0, 30 * MSS, true);
+        assert_eq!((r.ssthresh(), r.window()), (15 * MSS, MSS));
+        r.on_timeout(0, MSS, false); // repeated timeout: ssthresh kept
+        assert_eq!(r.ssthresh(), 15 * MSS);
+    }
+
+    #[test]
+    fn no_growth_when_not_cwnd_limited() {
+        let mut r = reno();
+        r.on_ack(&AckEvent { cwnd_limited: false, ..ack(MSS) });
+        assert_eq!(r.window(), 2 * MSS);
+    }
+}

@@ -1,0 +1,10 @@
+//! The discrete-event core: virtual time, a deterministic event queue and
+//! independent random streams. It knows nothing about networks.
+
+pub mod queue;
+pub mod rng;
+pub mod time;
+
+pub use queue::EventQueue;
+pub use rng::RandomStream;
+pub use time::Time;

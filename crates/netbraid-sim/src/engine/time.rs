@@ -1,0 +1,37 @@
+//! Virtual time: integer nanoseconds since the start of the run.
+//!
+//! Integers rather than floats so that event order never depends on rounding,
+//! and so that the same scenario gives the same trace on every machine.
+
+/// Nanoseconds since the start of the run.
+pub type Time = u64;
+
+pub const NANOS_PER_SEC: u64 = 1_000_000_000;
+pub const MILLISECOND: Time = 1_000_000;
+pub const SECOND: Time = NANOS_PER_SEC;
+
+/// Seconds as a float, for reports only (never for scheduling).
+pub fn as_secs_f64(t: Time) -> f64 {
+    t as f64 / NANOS_PER_SEC as f64
+}
+
+/// Time to serialise `bytes` at `rate_bps`, rounded up to the next nanosecond
+/// so that a link never sends faster than its rate.
+pub fn serialisation_time(bytes: u32, rate_bps: u64) -> Time {
+    let bits = bytes as u128 * 8 * NANOS_PER_SEC as u128;
+    bits.div_ceil(rate_bps as u128) as Time
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serialisation_matches_rate() {
+        // 1500 bytes at 1 Gb/s = 12 µs exactly; at 10 Mb/s = 1.2 ms.
+        assert_eq!(serialisation_time(1500, 1_000_000_000), 12_000);
+        assert_eq!(serialisation_time(1500, 10_000_000), 1_200_000);
+        // Rounds up: 1 byte at 3 b/s is 8/3 s.
+        assert_eq!(serialisation_time(1, 3), 2_666_666_667);
+    }
+}

@@ -1,0 +1,81 @@
+//! One direction of a point-to-point link, as an htsim-style pipeline:
+//! queue → transmitter (serialisation at the rate) → loss → wire (delay).
+//! The simulator moves packets between the stages; this type holds the state
+//! and the counters of each stage.
+
+use super::loss::LossProcess;
+use super::queue::DropTailQueue;
+use super::{ChannelId, IfaceId, NodeId};
+use crate::engine::time::serialisation_time;
+use crate::engine::Time;
+use serde::Serialize;
+
+/// Counters of one link direction (cumulative since the start of the run).
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct ChannelCounters {
+    /// Packets and bytes that finished serialisation (including those then lost).
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    /// Packets refused by a full queue.
+    pub queue_drops: u64,
+    /// Packets lost on the wire by the loss model.
+    pub loss_drops: u64,
+}
+
+impl ChannelCounters {
+    pub fn since(&self, earlier: &Self) -> Self {
+        Self {
+            tx_packets: self.tx_packets - earlier.tx_packets,
+            tx_bytes: self.tx_bytes - earlier.tx_bytes,
+            queue_drops: self.queue_drops - earlier.queue_drops,
+            loss_drops: self.loss_drops - earlier.loss_drops,
+        }
+    }
+}
+
+pub struct Channel {
+    pub id: ChannelId,
+    /// "a->b" style name for reports.
+    pub name: String,
+    pub from: NodeId,
+    pub to: NodeId,
+    /// Interface at the receiving end.
+    pub to_iface: IfaceId,
+    pub rate_bps: u64,
+    pub delay: Time,
+    pub queue: DropTailQueue,
+    pub loss: LossProcess,
+    /// Packet being serialised, if any.
+    pub transmitting: Option<u32>,
+    /// Packets propagating on the wire (for in-flight accounting).
+    pub on_wire: u64,
+    pub counters: ChannelCounters,
+}
+
+/// What happened to a packet offered to a channel.
+pub enum Offer {
+    /// The transmitter was idle: serialisation starts now and ends after this long.
+    Transmit(Time),
+    Queued,
+    Dropped,
+}
+
+impl Channel {
+    pub fn serialisation_time(&self, size: u32) -> Time {
+        serialisation_time(size, self.rate_bps)
+    }
+
+    /// Offer a packet to the channel's queue/transmitter.
+    pub fn offer(&mut self, handle: u32, size: u32) -> Offer {
+        if self.transmitting.is_none() {
+            self.transmitting = Some(handle);
+            Offer::Transmit(self.serialisation_time(size))
+        } else if self.queue.admits(size) {
+            self.queue.push(handle, size);
+            Offer::Queued
+        } else {
+            self.counters.queue_drops += 1;
+            Offer::Dropped
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! A fully resolved scenario: every unit converted (ns, bit/s, bytes), every
+//! group expanded, every name turned into an index. The Python layer parses
+//! and validates what users write and produces this; the simulator checks it
+//! again and reports a clear error rather than panicking on a bad index.
+
+use crate::net::loss::LossModel;
+use crate::transport::tcp::TcpConfig;
+use serde::Deserialize;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    pub seed: u64,
+    pub duration_ns: u64,
+    pub nodes: Vec<NodeSpec>,
+    pub links: Vec<LinkSpec>,
+    #[serde(default)]
+    pub routes: Vec<RouteSpec>,
+    pub flows: Vec<FlowSpec>,
+    pub measure: MeasureSpec,
+    #[serde(default)]
+    pub pcap: Vec<PcapSpec>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    pub name: String,
+    pub router: bool,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    pub a: u32,
+    pub b: u32,
+    /// Direction a→b.
+    pub ab: DirectionSpec,
+    /// Direction b→a.
+    pub ba: DirectionSpec,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirectionSpec {
+    pub rate_bps: u64,
+    pub delay_ns: u64,
+    pub queue: QueueSpec,
+    pub loss: LossSpec,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueSpec {
+    pub packets: Option<u32>,
+    pub bytes: Option<u64>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "model", rename_all = "snake_case", deny_unknown_fields)]
+pub enum LossSpec {
+    None,
+    Bernoulli { p: f64 },
+    GilbertElliott { p_gb: f64, p_bg: f64, loss_good: f64, loss_bad: f64 },
+    List { indices: Vec<u64> },
+}
+
+impl From<&LossSpec> for LossModel {
+    fn from(s: &LossSpec) -> Self {
+        match s {
+            LossSpec::None => LossModel::None,
+            LossSpec::Bernoulli { p } => LossModel::Bernoulli { p: *p },
+            LossSpec::GilbertElliott { p_gb, p_bg, loss_good, loss_bad } => LossModel::GilbertElliott {
+                p_gb: *p_gb,
+                p_bg: *p_bg,
+                loss_good: *loss_good,
+                loss_bad: *loss_bad,
+            },
+            LossSpec::List { indices } => LossModel::List { indices: indices.clone() },
+        }
+    }
+}
+
+/// A static route: at `node`, packets for interface `dst_iface` leave on `channel`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteSpec {
+    pub node: u32,
+    pub dst_iface: u32,
+    pub channel: u32,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    pub name: String,
+    pub src: u32,
+    pub dst: u32,
+    /// Source interface; `None` = the one the route to the destination leaves by.
+    pub src_iface: Option<u32>,
+    /// Destination interface; `None` = the destination's first interface.
+    pub dst_iface: Option<u32>,
+    pub start_ns: u64,
+    pub stop_ns: Option<u64>,
+    #[serde(flatten)]
+    pub kind: FlowKind,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FlowKind {
+    /// Bulk TCP transfer: unlimited, or `bytes` then done.
+    Tcp { tcp: TcpConfig, bytes: Option<u64> },
+    /// UDP constant bit rate (payload rate).
+    Cbr { rate_bps: u64, packet_bytes: u32 },
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeasureSpec {
+    pub start_ns: u64,
+    pub stop_ns: u64,
+    /// Time-series sampling interval; `None` = no time series.
+    pub interval_ns: Option<u64>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PcapSpec {
+    pub channel: u32,
+    pub path: String,
+}

@@ -1,0 +1,267 @@
+//! Building a simulation from a resolved scenario, with every index and
+//! value checked: a bad scenario is an `Err` naming the field, never a panic.
+
+use super::{Endpoint, Flow, FlowAccounting, Role, Simulation};
+use crate::app::CbrSource;
+use crate::engine::{EventQueue, RandomStream};
+use crate::net::link::{Channel, ChannelCounters};
+use crate::net::loss::{LossModel, LossProcess};
+use crate::net::packet::PacketPool;
+use crate::net::queue::{DropTailQueue, QueueLimit};
+use crate::net::routing::{Graph, RoutingTable, LOCAL, NO_ROUTE};
+use crate::net::{ChannelId, IfaceId, NodeId};
+use crate::scenario::{DirectionSpec, FlowKind, LossSpec, Scenario};
+use crate::trace::pcap::PcapWriter;
+use crate::transport::tcp::{TcpReceiver, TcpSender};
+use crate::transport::udp::UdpSink;
+
+fn check_probability(path: &str, p: f64) -> Result<(), String> {
+    if (0.0..=1.0).contains(&p) {
+        Ok(())
+    } else {
+        Err(format!("{path}: {p} is not a probability (allowed: 0 to 1)"))
+    }
+}
+
+fn check_direction(path: &str, d: &DirectionSpec) -> Result<QueueLimit, String> {
+    if d.rate_bps == 0 {
+        return Err(format!("{path}.rate: must be positive"));
+    }
+    match &d.loss {
+        LossSpec::Bernoulli { p } => check_probability(&format!("{path}.loss.p"), *p)?,
+        LossSpec::GilbertElliott { p_gb, p_bg, loss_good, loss_bad } => {
+            for (k, v) in [("p_gb", p_gb), ("p_bg", p_bg), ("loss_good", loss_good), ("loss_bad", loss_bad)] {
+                check_probability(&format!("{path}.loss.{k}"), *v)?;
+            }
+        }
+        LossSpec::None | LossSpec::List { .. } => {}
+    }
+    match (d.queue.packets, d.queue.bytes) {
+        (Some(p), None) => Ok(QueueLimit::Packets(p)),
+        (None, Some(b)) => Ok(QueueLimit::Bytes(b)),
+        _ => Err(format!("{path}.queue: give exactly one limit, in packets or in bytes")),
+    }
+}
+
+impl Simulation {
+    pub fn new(scn: &Scenario) -> Result<Self, String> {
+        let n_nodes = scn.nodes.len();
+        if n_nodes == 0 {
+            return Err("nodes: the scenario has no nodes".into());
+        }
+        if scn.duration_ns == 0 {
+            return Err("duration: must be positive".into());
+        }
+        let name_of = |n: NodeId| scn.nodes[n as usize].name.clone();
+        let mut channels = Vec::with_capacity(scn.links.len() * 2);
+        let mut iface_node = Vec::with_capacity(scn.links.len() * 2);
+        let mut pairs = Vec::with_capacity(scn.links.len());
+        for (l, link) in scn.links.iter().enumerate() {
+            for (k, n) in [("a", link.a), ("b", link.b)] {
+                if n as usize >= n_nodes {
+                    return Err(format!("links[{l}].{k}: node index {n} does not exist"));
+                }
+            }
+            if link.a == link.b {
+                return Err(format!("links[{l}]: links '{}' to itself", name_of(link.a)));
+            }
+            pairs.push((link.a, link.b));
+            iface_node.extend([link.a, link.b]);
+            for (dir, from, to, spec) in [("ab", link.a, link.b, &link.ab), ("ba", link.b, link.a, &link.ba)] {
+                let limit = check_direction(&format!("links[{l}].{dir}"), spec)?;
+                let id = channels.len() as ChannelId;
+                let name = format!("{}->{}", name_of(from), name_of(to));
+                let stream = RandomStream::new(scn.seed, &format!("loss:{name}#{l}"));
+                channels.push(Channel {
+                    id,
+                    name,
+                    from,
+                    to,
+                    // channel 2l (a→b) arrives on b's interface 2l+1, and vice versa
+                    to_iface: id ^ 1,
+                    rate_bps: spec.rate_bps,
+                    delay: spec.delay_ns,
+                    queue: DropTailQueue::new(limit),
+                    loss: LossProcess::new(LossModel::from(&spec.loss), stream),
+                    transmitting: None,
+                    on_wire: 0,
+                    counters: ChannelCounters::default(),
+                });
+            }
+        }
+        let is_router: Vec<bool> = scn.nodes.iter().map(|n| n.router).collect();
+        let mut routes = RoutingTable::shortest_paths(&Graph { is_router: &is_router, links: &pairs });
+        for (i, r) in scn.routes.iter().enumerate() {
+            if r.node as usize >= n_nodes {
+                return Err(format!("routes[{i}].node: node index {} does not exist", r.node));
+            }
+            if r.dst_iface as usize >= iface_node.len() {
+                return Err(format!("routes[{i}].to: interface {} does not exist", r.dst_iface));
+            }
+            match channels.get(r.channel as usize) {
+                Some(c) if c.from == r.node => routes.set(r.node, r.dst_iface, r.channel),
+                Some(_) => {
+                    return Err(format!("routes[{i}].via: link does not start at '{}'", name_of(r.node)))
+                }
+                None => return Err(format!("routes[{i}].via: link {} does not exist", r.channel)),
+            }
+        }
+
+        let first_iface = |n: NodeId| iface_node.iter().position(|&m| m == n).map(|i| i as IfaceId);
+        let mut endpoints = Vec::new();
+        let mut flows = Vec::new();
+        let mut flow_start = Vec::new();
+        for (i, f) in scn.flows.iter().enumerate() {
+            let path = format!("flows[{i}] '{}'", f.name);
+            for (k, n) in [("from", f.src), ("to", f.dst)] {
+                if n as usize >= n_nodes {
+                    return Err(format!("{path}.{k}: node index {n} does not exist"));
+                }
+            }
+            if f.src == f.dst {
+                return Err(format!("{path}: source and destination are the same node '{}'", name_of(f.src)));
+            }
+            let dst_iface = match f.dst_iface {
+                Some(x) if iface_node.get(x as usize) == Some(&f.dst) => x,
+                Some(x) => return Err(format!("{path}.to_iface: interface {x} is not on '{}'", name_of(f.dst))),
+                None => first_iface(f.dst)
+                    .ok_or_else(|| format!("{path}.to: '{}' has no links", name_of(f.dst)))?,
+            };
+            let out_channel = match f.src_iface {
+                Some(x) if iface_node.get(x as usize) == Some(&f.src) => x, // interface id = its outgoing channel
+                Some(x) => return Err(format!("{path}.from_iface: interface {x} is not on '{}'", name_of(f.src))),
+                None => routes.lookup(f.src, dst_iface),
+            };
+            let unreachable = || format!("{path}: no route from '{}' to '{}'", name_of(f.src), name_of(f.dst));
+            if out_channel == NO_ROUTE || out_channel == LOCAL {
+                return Err(unreachable());
+            }
+            let src_iface = out_channel;
+            let back_channel = routes.lookup(f.dst, src_iface);
+            if back_channel == NO_ROUTE || back_channel == LOCAL {
+                return Err(unreachable());
+            }
+            for (from_ch, target) in [(out_channel, dst_iface), (back_channel, src_iface)] {
+                check_path(&channels, &routes, &iface_node, &is_router, from_ch, target)
+                    .map_err(|n| match n {
+                        Some(n) => format!("{path}: no route onward from '{}' (check the static routes)", name_of(n)),
+                        None => format!("{path}: routing loop (check the static routes)"),
+                    })?;
+            }
+            let (sender_role, receiver_role) = match &f.kind {
+                FlowKind::Tcp { tcp, .. } => {
+                    if tcp.mss == 0 {
+                        return Err(format!("{path}.mss: must be positive"));
+                    }
+                    if tcp.dupthresh == 0 {
+                        return Err(format!("{path}.dupthresh: must be positive"));
+                    }
+                    (Role::TcpSender(TcpSender::new(tcp.clone())), Role::TcpReceiver(TcpReceiver::new(tcp)))
+                }
+                FlowKind::Cbr { rate_bps, packet_bytes } => {
+                    if *rate_bps == 0 || *packet_bytes == 0 {
+                        return Err(format!("{path}: rate and packet size must be positive"));
+                    }
+                    let stop = f.stop_ns.unwrap_or(u64::MAX);
+                    (Role::Cbr(CbrSource::new(*rate_bps, *packet_bytes, f.start_ns, stop)), Role::UdpSink(UdpSink::default()))
+                }
+            };
+            let (s, r) = (endpoints.len() as u32, endpoints.len() as u32 + 1);
+            let flow = i as u32;
+            endpoints.push(Endpoint {
+                role: sender_role,
+                flow,
+                iface: src_iface,
+                peer_iface: dst_iface,
+                peer_endpoint: r,
+                out_channel,
+                wake_at: None,
+            });
+            endpoints.push(Endpoint {
+                role: receiver_role,
+                flow,
+                iface: dst_iface,
+                peer_iface: src_iface,
+                peer_endpoint: s,
+                out_channel: back_channel,
+                wake_at: None,
+            });
+            let bytes = match &f.kind {
+                FlowKind::Tcp { bytes, .. } => *bytes,
+                FlowKind::Cbr { .. } => None,
+            };
+            flows.push(Flow { name: f.name.clone(), src: f.src, dst: f.dst, sender: s, receiver: r, bytes, acct: FlowAccounting::default() });
+            flow_start.push(f.start_ns);
+        }
+
+        let m = &scn.measure;
+        if m.start_ns >= m.stop_ns {
+            return Err("measure: start must be before stop".into());
+        }
+        if m.interval_ns == Some(0) {
+            return Err("measure.interval: must be positive".into());
+        }
+        let mut pcap_of = vec![None; channels.len()];
+        let mut pcaps = Vec::new();
+        for (i, p) in scn.pcap.iter().enumerate() {
+            if p.channel as usize >= channels.len() {
+                return Err(format!("pcap[{i}]: link direction {} does not exist", p.channel));
+            }
+            let w = PcapWriter::create(&p.path).map_err(|e| format!("pcap[{i}]: cannot create '{}': {e}", p.path))?;
+            pcap_of[p.channel as usize] = Some(pcaps.len());
+            pcaps.push(w);
+        }
+
+        Ok(Self {
+            name: scn.name.clone(),
+            seed: scn.seed,
+            events: EventQueue::new(),
+            pool: PacketPool::default(),
+            node_names: scn.nodes.iter().map(|n| n.name.clone()).collect(),
+            is_router,
+            channels,
+            routes,
+            iface_node,
+            endpoints,
+            flows,
+            flow_start,
+            outbox: Vec::with_capacity(64),
+            duration: scn.duration_ns,
+            measure: scn.measure.clone(),
+            at_start: None,
+            at_stop: None,
+            series: None,
+            last_sample: None,
+            pcap_of,
+            pcaps,
+            pcap_error: None,
+            unroutable: 0,
+        })
+    }
+}
+
+/// Follow the routing tables from `first` to interface `target`. A dead end
+/// is `Err(Some(node))`, a loop `Err(None)` (both possible with static routes).
+fn check_path(
+    channels: &[Channel],
+    routes: &RoutingTable,
+    iface_node: &[NodeId],
+    is_router: &[bool],
+    first: ChannelId,
+    target: IfaceId,
+) -> Result<(), Option<NodeId>> {
+    let dst_node = iface_node[target as usize];
+    let mut ch = first;
+    for _ in 0..=channels.len() {
+        let node = channels[ch as usize].to;
+        if node == dst_node {
+            return Ok(());
+        }
+        let next = routes.lookup(node, target);
+        if !is_router[node as usize] || next == NO_ROUTE || next == LOCAL {
+            return Err(Some(node));
+        }
+        ch = next;
+    }
+    Err(None)
+}

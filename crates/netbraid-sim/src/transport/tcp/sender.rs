@@ -1,0 +1,561 @@
+//! The sending end of a bulk TCP connection (sans-IO).
+//!
+//! Loss detection and recovery live here; window growth and reduction are
+//! delegated to a `CongestionControl`. Sequence numbers are byte offsets;
+//! every segment starts at a multiple of the MSS, so "the segment at seq" is
+//! well defined for retransmission and SACK bookkeeping.
+
+use super::{RangeSet, Recovery, RttEstimator, TcpConfig};
+use crate::cc::{new_controller, AckEvent, CcConfig, CongestionControl};
+use crate::engine::time::as_secs_f64;
+use crate::engine::Time;
+use crate::net::packet::{tcp_flags, Body, TcpSegment};
+use crate::transport::Transmit;
+use serde::Serialize;
+
+/// Cumulative counters of a sender.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct TcpSenderStats {
+    /// Data segments sent, retransmissions included.
+    pub segments_sent: u64,
+    /// Payload bytes sent, retransmissions included.
+    pub bytes_sent: u64,
+    /// Segments sent again (fast, partial-ACK, SACK-driven or after a timeout).
+    pub retransmits: u64,
+    /// Fast-retransmit / recovery entries.
+    pub fast_retransmits: u64,
+    pub timeouts: u64,
+    pub acks_received: u64,
+    /// Integral of cwnd over time (bytes·ns), for a time-weighted mean.
+    pub cwnd_area: f64,
+    pub rtt_samples: u64,
+    pub rtt_sum_ns: u64,
+}
+
+impl TcpSenderStats {
+    pub fn since(&self, e: &Self) -> Self {
+        Self {
+            segments_sent: self.segments_sent - e.segments_sent,
+            bytes_sent: self.bytes_sent - e.bytes_sent,
+            retransmits: self.retransmits - e.retransmits,
+            fast_retransmits: self.fast_retransmits - e.fast_retransmits,
+            timeouts: self.timeouts - e.timeouts,
+            acks_received: self.acks_received - e.acks_received,
+            cwnd_area: self.cwnd_area - e.cwnd_area,
+            rtt_samples: self.rtt_samples - e.rtt_samples,
+            rtt_sum_ns: self.rtt_sum_ns - e.rtt_sum_ns,
+        }
+    }
+}
+
+/// One congestion event, for traces and tests.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CongestionRecord {
+    pub time_s: f64,
+    /// "fast_retransmit", "timeout" or "recovery_exit".
+    pub kind: &'static str,
+    /// Bytes outstanding (snd_max − snd_una) when it happened.
+    pub flight_bytes: u64,
+    pub cwnd_before: u64,
+    pub cwnd_after: u64,
+    pub ssthresh: u64,
+}
+
+pub struct TcpSender {
+    cfg: TcpConfig,
+    mss: u64,
+    cc: Box<dyn CongestionControl>,
+    rtt: RttEstimator,
+    /// Oldest unacknowledged byte.
+    snd_una: u64,
+    /// Next byte to send (below snd_max after a timeout: go-back-N).
+    snd_nxt: u64,
+    /// One past the highest byte ever sent.
+    snd_max: u64,
+    /// End of the application's data (u64::MAX = unlimited backlog).
+    app_end: u64,
+    started: bool,
+    /// Peer's advertised window.
+    rwnd: u64,
+    dupacks: u32,
+    in_recovery: bool,
+    /// snd_max at the last recovery entry or timeout (NewReno `recover`,
+    /// RFC 6675 RecoveryPoint): no new recovery until snd_una passes it.
+    recover: Option<u64>,
+    /// Reno/NewReno window inflation during fast recovery (may go negative
+    /// through partial-ACK deflation).
+    inflation: i64,
+    partial_acks: u32,
+    /// SACK scoreboard.
+    sacked: RangeSet,
+    /// One past the highest byte retransmitted in this recovery (RFC 6675 HighRxt).
+    high_rxt: u64,
+    /// Segment being timed: (end sequence, send time). Cleared by any
+    /// retransmission that covers it (Karn).
+    timed: Option<(u64, Time)>,
+    rto_deadline: Option<Time>,
+    /// snd_una at the last timeout, to apply the ssthresh reduction only on
+    /// the first timeout of a segment.
+    last_timeout_una: Option<u64>,
+    cwnd_clock: Time,
+    stats: TcpSenderStats,
+    log: Vec<CongestionRecord>,
+    completed_at: Option<Time>,
+}
+
+impl TcpSender {
+    pub fn new(cfg: TcpConfig) -> Self {
+        let mss = cfg.mss as u64;
+        let cc = new_controller(
+            cfg.cc,
+            CcConfig {
+                mss,
+                initial_window: cfg.initial_window as u64 * mss,
+                initial_ssthresh: cfg.initial_ssthresh.unwrap_or(u64::MAX),
+                abc_limit: cfg.abc_limit as u64,
+            },
+        );
+        let rtt = RttEstimator::new(cfg.rto_min, cfg.rto_max, cfg.rto_initial, cfg.clock_granularity);
+        Self {
+            mss,
+            cc,
+            rtt,
+            snd_una: 0,
+            snd_nxt: 0,
+            snd_max: 0,
+            app_end: 0,
+            started: false,
+            rwnd: cfg.rcvbuf,
+            dupacks: 0,
+            in_recovery: false,
+            recover: None,
+            inflation: 0,
+            partial_acks: 0,
+            sacked: RangeSet::default(),
+            high_rxt: 0,
+            timed: None,
+            rto_deadline: None,
+            last_timeout_una: None,
+            cwnd_clock: 0,
+            stats: TcpSenderStats::default(),
+            log: Vec::new(),
+            completed_at: None,
+            cfg,
+        }
+    }
+
+    /// The application hands over data: `Some(n)` more bytes, or `None` for
+    /// an unlimited backlog (iperf-style bulk transfer).
+    pub fn write(&mut self, now: Time, bytes: Option<u64>, out: &mut Vec<Transmit>) {
+        if !self.started {
+            self.started = true;
+            self.cwnd_clock = now;
+        }
+        self.app_end = match bytes {
+            None => u64::MAX,
+            Some(n) => self.app_end.saturating_add(n),
+        };
+        self.send_available(now, out);
+    }
+
+    // ---- accessors -------------------------------------------------------
+
+    pub fn stats(&self) -> &TcpSenderStats {
+        &self.stats
+    }
+    /// Stats with the cwnd integral brought up to `now`.
+    pub fn stats_at(&mut self, now: Time) -> TcpSenderStats {
+        self.account_cwnd(now);
+        self.stats
+    }
+    /// Effective congestion window (including fast-recovery inflation).
+    pub fn cwnd(&self) -> u64 {
+        (self.cc.window() as i64 + self.inflation).max(self.mss as i64) as u64
+    }
+    pub fn ssthresh(&self) -> u64 {
+        self.cc.ssthresh()
+    }
+    pub fn srtt(&self) -> Option<Time> {
+        self.rtt.srtt()
+    }
+    pub fn rto(&self) -> Time {
+        self.rtt.rto()
+    }
+    pub fn min_rtt(&self) -> Option<Time> {
+        self.rtt.min_rtt
+    }
+    pub fn flight_size(&self) -> u64 {
+        self.snd_max - self.snd_una
+    }
+    pub fn snd_una(&self) -> u64 {
+        self.snd_una
+    }
+    pub fn in_recovery(&self) -> bool {
+        self.in_recovery
+    }
+    pub fn congestion_log(&self) -> &[CongestionRecord] {
+        &self.log
+    }
+    pub fn completed_at(&self) -> Option<Time> {
+        self.completed_at
+    }
+    pub fn controller_name(&self) -> &'static str {
+        self.cc.name()
+    }
+    /// When the sender next needs `on_timer`.
+    pub fn poll_at(&self) -> Option<Time> {
+        self.rto_deadline
+    }
+
+    // ---- input -----------------------------------------------------------
+
+    /// An ACK from the receiver.
+    pub fn on_segment(&mut self, now: Time, seg: &TcpSegment, out: &mut Vec<Transmit>) {
+        if seg.flags & tcp_flags::ACK == 0 {
+            return;
+        }
+        self.account_cwnd(now);
+        self.stats.acks_received += 1;
+        let ack = seg.ack.min(self.snd_max);
+        let flight_before = self.snd_max - self.snd_una;
+        self.rwnd = seg.wnd as u64;
+
+        let mut newly_sacked = 0;
+        if self.cfg.recovery == Recovery::Sack {
+            for &(s, e) in seg.sack.as_slice() {
+                let (s, e) = (s.max(ack), e.min(self.snd_max));
+                if s < e {
+                    newly_sacked += self.sacked.add(s, e);
+                }
+            }
+        }
+
+        if ack > self.snd_una {
+            self.on_new_ack(now, ack, flight_before, out);
+        } else if ack == self.snd_una && self.snd_max > self.snd_una {
+            // RFC 5681 dupack (our ACKs carry no data and the window never
+            // shrinks); with SACK, RFC 6675: an ACK that SACKs new data.
+            let duplicate = self.cfg.recovery != Recovery::Sack || newly_sacked > 0;
+            if duplicate {
+                self.dupacks += 1;
+                if self.in_recovery {
+                    if self.cfg.recovery != Recovery::Sack {
+                        self.inflation += self.mss as i64;
+                    }
+                } else if self.dupacks == self.cfg.dupthresh
+                    || (self.cfg.recovery == Recovery::Sack
+                        && (self.dupacks > self.cfg.dupthresh || self.is_lost(self.snd_una)))
+                {
+                    self.enter_recovery(now, out);
+                }
+            }
+        }
+        self.send_available(now, out);
+    }
+
+    fn on_new_ack(&mut self, now: Time, ack: u64, flight_before: u64, out: &mut Vec<Transmit>) {
+        let newly = ack - self.snd_una;
+        if let Some((end, sent)) = self.timed {
+            if ack >= end {
+                let sample = now - sent;
+                self.rtt.on_sample(sample);
+                self.stats.rtt_samples += 1;
+                self.stats.rtt_sum_ns += sample;
+                self.timed = None;
+            }
+        }
+        self.snd_una = ack;
+        self.snd_nxt = self.snd_nxt.max(ack);
+        self.high_rxt = self.high_rxt.max(ack);
+        self.sacked.prune_below(ack);
+        self.dupacks = 0;
+        self.last_timeout_una = None;
+
+        let mut restart_timer = true;
+        if self.in_recovery {
+            let full = self.recover.is_some_and(|r| ack >= r);
+            match self.cfg.recovery {
+                Recovery::Reno => self.exit_recovery(now),
+                Recovery::NewReno | Recovery::Sack if full => self.exit_recovery(now),
+                Recovery::NewReno => {
+                    // Partial ACK (RFC 6582 §3.2 step 5): retransmit the next
+                    // hole, deflate by the amount acked, re-add one MSS.
+                    self.inflation -= newly as i64;
+                    if newly >= self.mss {
+                        self.inflation += self.mss as i64;
+                    }
+                    self.partial_acks += 1;
+                    restart_timer = self.partial_acks == 1; // "impatient" variant
+                    self.retransmit(now, self.snd_una, out);
+                }
+                Recovery::Sack => {}
+            }
+        } else {
+            let cwnd = self.cc.window();
+            let cwnd_limited = if cwnd < self.cc.ssthresh() {
+                2 * flight_before >= cwnd
+            } else {
+                flight_before + self.mss >= cwnd
+            };
+            self.cc.on_ack(&AckEvent { now, newly_acked: newly, srtt: self.rtt.srtt(), cwnd_limited });
+        }
+
+        if self.snd_una == self.snd_max {
+            self.rto_deadline = None;
+            if self.snd_una >= self.app_end && self.completed_at.is_none() {
+                self.completed_at = Some(now);
+            }
+        } else if restart_timer {
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+    }
+
+    /// Timer expiry (the simulator calls this at or after `poll_at`).
+    pub fn on_timer(&mut self, now: Time, out: &mut Vec<Transmit>) {
+        match self.rto_deadline {
+            Some(d) if now >= d => {}
+            _ => return,
+        }
+        self.account_cwnd(now);
+        if self.snd_una == self.snd_max {
+            self.rto_deadline = None;
+            return;
+        }
+        let cwnd_before = self.cwnd();
+        let flight = self.snd_max - self.snd_una;
+        let first = self.last_timeout_una != Some(self.snd_una);
+        self.cc.on_timeout(now, flight, first);
+        self.last_timeout_una = Some(self.snd_una);
+        self.rtt.back_off();
+        self.stats.timeouts += 1;
+        // Leave any recovery; dupacks for data sent before the timeout must
+        // not trigger a fast retransmit (RFC 6582 §3.2 step 1 after RTO).
+        self.recover = Some(self.snd_max);
+        self.in_recovery = false;
+        self.inflation = 0;
+        self.dupacks = 0;
+        self.partial_acks = 0;
+        self.timed = None;
+        // Go-back-N from snd_una; send_available skips SACKed segments.
+        self.snd_nxt = self.snd_una;
+        self.high_rxt = self.snd_una;
+        self.rto_deadline = None;
+        self.send_available(now, out);
+        self.rto_deadline = Some(now + self.rtt.rto());
+        self.record(now, "timeout", flight, cwnd_before);
+    }
+
+    // ---- loss recovery ---------------------------------------------------
+
+    fn enter_recovery(&mut self, now: Time, out: &mut Vec<Transmit>) {
+        // One reduction per window of data (RFC 6582 / RFC 6675 RecoveryPoint).
+        if self.recover.is_some_and(|r| self.snd_una <= r) {
+            return;
+        }
+        let cwnd_before = self.cwnd();
+        let flight = self.snd_max - self.snd_una;
+        self.cc.on_congestion_event(now, flight);
+        self.recover = Some(self.snd_max);
+        self.in_recovery = true;
+        self.partial_acks = 0;
+        self.stats.fast_retransmits += 1;
+        match self.cfg.recovery {
+            Recovery::Reno | Recovery::NewReno => {
+                self.inflation = self.cfg.dupthresh as i64 * self.mss as i64;
+            }
+            Recovery::Sack => {
+                self.inflation = 0;
+                self.high_rxt = self.snd_una;
+                self.snd_nxt = self.snd_max;
+            }
+        }
+        self.retransmit(now, self.snd_una, out);
+        self.record(now, "fast_retransmit", flight, cwnd_before);
+    }
+
+    fn exit_recovery(&mut self, now: Time) {
+        let cwnd_before = self.cwnd();
+        self.in_recovery = false;
+        self.inflation = 0; // deflate: cwnd = ssthresh, no line-rate burst
+        self.record(now, "recovery_exit", self.snd_max - self.snd_una, cwnd_before);
+    }
+
+    /// RFC 6675 IsLost: enough SACKed data above `seq`.
+    fn is_lost(&self, seq: u64) -> bool {
+        let (bytes, blocks) = self.sacked.above(seq);
+        blocks >= self.cfg.dupthresh as usize || bytes > (self.cfg.dupthresh as u64 - 1) * self.mss
+    }
+
+    /// RFC 6675 SetPipe: bytes believed to be in the network.
+    fn pipe(&self) -> u64 {
+        if self.sacked.is_empty() && self.high_rxt <= self.snd_una {
+            return self.snd_max - self.snd_una;
+        }
+        let mut pipe = 0;
+        let mut seq = self.snd_una;
+        while seq < self.snd_max {
+            let len = self.segment_len(seq);
+            if !self.sacked.is_sacked(seq) {
+                if !self.is_lost(seq) {
+                    pipe += len;
+                }
+                if seq < self.high_rxt {
+                    pipe += len;
+                }
+            }
+            seq += len;
+        }
+        pipe
+    }
+
+    /// RFC 6675 NextSeg: what to send next during SACK recovery.
+    fn next_segment(&self) -> Option<u64> {
+        let highest = self.sacked.highest().unwrap_or(0);
+        let from = self.high_rxt.max(self.snd_una);
+        let unsacked_below_highest = || {
+            let mut seq = from;
+            std::iter::from_fn(move || {
+                while seq < highest {
+                    let s = seq;
+                    seq += self.segment_len(s);
+                    if !self.sacked.is_sacked(s) {
+                        return Some(s);
+                    }
+                }
+                None
+            })
+        };
+        // (1) the first lost, not yet retransmitted segment
+        if let Some(s) = unsacked_below_highest().find(|&s| self.is_lost(s)) {
+            return Some(s);
+        }
+        // (2) new data
+        if self.new_segment_len().is_some() {
+            return Some(self.snd_max);
+        }
+        // (3) any unSACKed segment below the highest SACK
+        unsacked_below_highest().next()
+    }
+
+    // ---- transmission ----------------------------------------------------
+
+    /// Length of the already-sent segment starting at `seq` (< snd_max).
+    fn segment_len(&self, seq: u64) -> u64 {
+        debug_assert!(seq < self.snd_max);
+        self.mss.min(self.snd_max - seq)
+    }
+
+    /// Length of the next new segment, if the application has data for one
+    /// and the receiver's window allows it. Only full segments are sent,
+    /// except the last of a finite transfer (sender-side SWS avoidance).
+    fn new_segment_len(&self) -> Option<u64> {
+        let limit = self.app_end.min(self.snd_una + self.cfg.sndbuf);
+        if self.snd_max >= limit {
+            return None;
+        }
+        let len = self.mss.min(limit - self.snd_max);
+        let last = self.snd_max + len == self.app_end;
+        let fits_rwnd = self.snd_max + len <= self.snd_una + self.rwnd;
+        (fits_rwnd && (len == self.mss || last)).then_some(len)
+    }
+
+    fn send_available(&mut self, now: Time, out: &mut Vec<Transmit>) {
+        if !self.started {
+            return;
+        }
+        if self.in_recovery && self.cfg.recovery == Recovery::Sack {
+            let mut pipe = self.pipe();
+            while self.cwnd() >= pipe + self.mss {
+                let Some(seq) = self.next_segment() else { break };
+                pipe += if seq >= self.snd_max {
+                    self.send_new(now, out)
+                } else {
+                    self.retransmit(now, seq, out)
+                };
+            }
+            return;
+        }
+        // Window-based sending (Reno/NewReno, and SACK outside recovery).
+        // Limited transmit (RFC 3042): one extra new segment on each of the
+        // first two dupacks.
+        let extra = if self.cfg.limited_transmit && !self.in_recovery && self.dupacks < self.cfg.dupthresh {
+            self.dupacks.min(2) as u64 * self.mss
+        } else {
+            0
+        };
+        loop {
+            while self.snd_nxt < self.snd_max && self.sacked.is_sacked(self.snd_nxt) {
+                self.snd_nxt += self.segment_len(self.snd_nxt);
+            }
+            let window = self.cwnd().min(self.rwnd);
+            if self.snd_nxt < self.snd_max {
+                // go-back-N after a timeout
+                let len = self.segment_len(self.snd_nxt);
+                if self.snd_nxt + len > self.snd_una + window {
+                    break;
+                }
+                self.retransmit(now, self.snd_nxt, out);
+                self.snd_nxt += len;
+            } else {
+                let Some(len) = self.new_segment_len() else { break };
+                if self.snd_max + len > self.snd_una + window + extra {
+                    break;
+                }
+                self.send_new(now, out);
+            }
+        }
+    }
+
+    fn send_new(&mut self, now: Time, out: &mut Vec<Transmit>) -> u64 {
+        let seq = self.snd_max;
+        let len = self.new_segment_len().unwrap_or(0);
+        if self.timed.is_none() {
+            self.timed = Some((seq + len, now));
+        }
+        self.snd_max += len;
+        self.snd_nxt = self.snd_max;
+        self.emit(now, seq, len, out);
+        len
+    }
+
+    fn retransmit(&mut self, now: Time, seq: u64, out: &mut Vec<Transmit>) -> u64 {
+        let len = self.segment_len(seq);
+        if self.timed.is_some_and(|(end, _)| seq < end) {
+            self.timed = None; // Karn: an ambiguous sample would follow
+        }
+        self.stats.retransmits += 1;
+        self.high_rxt = self.high_rxt.max(seq + len);
+        self.emit(now, seq, len, out);
+        len
+    }
+
+    fn emit(&mut self, now: Time, seq: u64, len: u64, out: &mut Vec<Transmit>) {
+        self.stats.segments_sent += 1;
+        self.stats.bytes_sent += len;
+        if self.rto_deadline.is_none() {
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+        let seg = TcpSegment { seq, len: len as u32, ack: 0, wnd: 0, flags: 0, sack: Default::default() };
+        out.push(Transmit { body: Body::Tcp(seg), size: len as u32 + self.cfg.header_bytes });
+    }
+
+    fn account_cwnd(&mut self, now: Time) {
+        if self.started && now > self.cwnd_clock {
+            self.stats.cwnd_area += self.cwnd() as f64 * (now - self.cwnd_clock) as f64;
+            self.cwnd_clock = now;
+        }
+    }
+
+    fn record(&mut self, now: Time, kind: &'static str, flight: u64, cwnd_before: u64) {
+        if self.cfg.log_congestion {
+            self.log.push(CongestionRecord {
+                time_s: as_secs_f64(now),
+                kind,
+                flight_bytes: flight,
+                cwnd_before,
+                cwnd_after: self.cwnd(),
+                ssthresh: self.cc.ssthresh(),
+            });
+        }
+    }
+}
