@@ -91,8 +91,8 @@ pub struct RouteSpec {
     pub channel: u32,
 }
 
+/// (No `deny_unknown_fields` here: serde cannot combine it with `flatten`.)
 #[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct FlowSpec {
     pub name: String,
     pub src: u32,

@@ -1,0 +1,47 @@
+"""Errors a user can cause, with messages that name the field, the bad value
+and what is allowed."""
+
+from __future__ import annotations
+
+
+class ScenarioError(ValueError):
+    """The scenario (or a command-line override of it) is wrong."""
+
+    def __init__(self, problems: list[str] | str, source: str | None = None):
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        self.source = source
+        head = f"{source}: " if source else ""
+        if len(self.problems) == 1:
+            text = head + self.problems[0]
+        else:
+            text = head + f"{len(self.problems)} problems:\n" + "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(text)
+
+
+def format_location(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(scenario)"
+
+
+def from_validation_error(err, source: str | None = None) -> ScenarioError:
+    """Turn a pydantic ValidationError into one line per problem."""
+    problems = []
+    for e in err.errors(include_url=False):
+        loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        where = format_location(loc)
+        msg = e["msg"]
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, "):]
+        if e["type"] == "missing":
+            problems.append(f"{where}: required field is missing")
+            continue
+        if e["type"] in ("literal_error", "enum"):
+            problems.append(f"{where}: {e['input']!r} is not allowed; {msg[0].lower()}{msg[1:]}")
+            continue
+        problems.append(f"{where}: {msg}")
+    return ScenarioError(problems, source)

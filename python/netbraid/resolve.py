@@ -1,0 +1,277 @@
+"""From a validated ``Scenario`` to the resolved form the simulator runs:
+groups expanded, names turned into indices, TCP defaults filled in.
+
+Interfaces: link ``l`` gives interface ``2l`` to its ``a`` node and ``2l+1``
+to its ``b`` node (address 10.x.y.1 and 10.x.y.2 with x.y = l + 1). A host's
+interfaces are numbered 0, 1, … in the order its links are declared; that is
+the number ``to_iface`` / ``from_iface`` take.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import ScenarioError
+from .schema import TCP_FIELDS, Direction, Flow, Link, Scenario, TcpOptions
+
+MS = 1_000_000
+SECOND = 1_000_000_000
+
+# Built-in TCP defaults (RFC values; see docs/scenario.md for the reasons).
+TCP_DEFAULTS: dict[str, Any] = {
+    "cc": "reno",
+    "recovery": "sack",
+    "mss": 1460,
+    "header_bytes": 40,
+    "initial_window": None,  # RFC 5681: min(4·MSS, max(2·MSS, 4380 B)), in segments
+    "initial_ssthresh": None,  # unlimited
+    "rcvbuf": 1 << 30,  # effectively unlimited unless `window` or `rcvbuf` is set
+    "sndbuf": 1 << 30,
+    "rto_min": 1 * SECOND,  # RFC 6298 (Linux uses 200 ms: set rto_min = "200ms")
+    "rto_max": 60 * SECOND,
+    "rto_initial": 1 * SECOND,
+    "clock_granularity": 1 * MS,
+    "delayed_ack": True,
+    "delack_timeout": 200 * MS,
+    "delack_count": 2,
+    "abc_limit": 1,
+    "dupthresh": 3,
+    "limited_transmit": True,
+    "max_sack_blocks": 4,
+    "log_congestion": False,
+}
+CBR_DEFAULT_PACKET = 1000
+
+
+def rfc5681_initial_window(mss: int) -> int:
+    return max(1, min(4 * mss, max(2 * mss, 4380)) // mss)
+
+
+def _names(group: str, count: int | None) -> list[str]:
+    return [group] if count is None else [f"{group}{i}" for i in range(count)]
+
+
+def _pair(where: str, a: list[int], b: list[int], a_name: str, b_name: str) -> list[tuple[int, int]]:
+    if len(a) == len(b):
+        return list(zip(a, b))
+    if len(a) == 1:
+        return [(a[0], x) for x in b]
+    if len(b) == 1:
+        return [(x, b[0]) for x in a]
+    raise ScenarioError(
+        f"{where}: cannot pair group '{a_name}' ({len(a)} members) with group '{b_name}' "
+        f"({len(b)} members); sizes must match, or one side must be a single node"
+    )
+
+
+def _direction(link: Link, over: Direction | None) -> dict[str, Any]:
+    rate = over.rate if over and over.rate is not None else link.rate
+    delay = over.delay if over and over.delay is not None else link.delay
+    queue = over.queue if over and over.queue is not None else link.queue
+    loss = over.loss if over and over.loss is not None else link.loss
+    kind, limit = queue
+    return {
+        "rate_bps": rate,
+        "delay_ns": delay,
+        "queue": {"packets": limit if kind == "packets" else None, "bytes": limit if kind == "bytes" else None},
+        "loss": loss.model_dump(),
+    }
+
+
+def tcp_config(defaults: TcpOptions, flow: TcpOptions | None = None) -> dict[str, Any]:
+    """Merge built-in defaults ← scenario [tcp] ← the flow's own settings."""
+    cfg = dict(TCP_DEFAULTS)
+    for layer in (defaults, flow):
+        if layer is None:
+            continue
+        for f in TCP_FIELDS:
+            v = getattr(layer, f)
+            if v is None:
+                continue
+            if f == "window":  # iperf -w: both socket buffers
+                cfg["rcvbuf"] = cfg["sndbuf"] = v
+            else:
+                cfg[f] = v
+    if cfg["initial_window"] is None:
+        cfg["initial_window"] = rfc5681_initial_window(cfg["mss"])
+    cfg["cc"] = "reno" if cfg["cc"] == "newreno" else cfg["cc"]
+    if cfg["rto_min"] > cfg["rto_max"]:
+        raise ScenarioError(f"tcp.rto_min ({cfg['rto_min'] / 1e9} s) is larger than tcp.rto_max ({cfg['rto_max'] / 1e9} s)")
+    return cfg
+
+
+def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]] | None = None) -> dict[str, Any]:
+    """The resolved scenario (a JSON-ready dict). `pcap` is a list of
+    (link direction "a->b", output path)."""
+    problems: list[str] = []
+
+    # nodes
+    nodes: list[dict[str, Any]] = []
+    groups: dict[str, list[int]] = {}
+    for kind, items in (("hosts", s.hosts), ("routers", s.routers)):
+        for i, n in enumerate(items):
+            members = []
+            for name in _names(n.name, n.count):
+                if any(x["name"] == name for x in nodes) or (name in groups and name != n.name):
+                    problems.append(f"{kind}[{i}].name: node name '{name}' is used twice")
+                members.append(len(nodes))
+                nodes.append({"name": name, "router": kind == "routers"})
+            if n.name in groups:
+                problems.append(f"{kind}[{i}].name: '{n.name}' is used twice")
+            groups[n.name] = members
+            if n.count is not None:
+                for name, idx in zip(_names(n.name, n.count), members):
+                    groups.setdefault(name, [idx])
+    if problems:
+        raise ScenarioError(problems)
+    known = ", ".join(sorted(groups)) or "(none: add hosts and routers)"
+
+    def lookup(where: str, name: str) -> list[int]:
+        if name not in groups:
+            raise ScenarioError(f"{where}: unknown node '{name}' (known: {known})")
+        return groups[name]
+
+    # links
+    links: list[dict[str, Any]] = []
+    ifaces_of: dict[int, list[int]] = {i: [] for i in range(len(nodes))}
+    for i, link in enumerate(s.links):
+        if link.a == link.b:
+            problems.append(f"links[{i}]: links '{link.a}' to itself (a and b must differ)")
+            continue
+        try:
+            pairs = _pair(f"links[{i}]", lookup(f"links[{i}].a", link.a), lookup(f"links[{i}].b", link.b), link.a, link.b)
+        except ScenarioError as e:
+            problems.extend(e.problems)
+            continue
+        ab, ba = _direction(link, link.ab), _direction(link, link.ba)
+        for a, b in pairs:
+            if a == b:
+                problems.append(f"links[{i}]: links '{nodes[a]['name']}' to itself")
+                continue
+            l = len(links)
+            ifaces_of[a].append(2 * l)
+            ifaces_of[b].append(2 * l + 1)
+            links.append({"a": a, "b": b, "ab": ab, "ba": ba})
+    if problems:
+        raise ScenarioError(problems)
+
+    def iface(where: str, node: int, index: int | None) -> int | None:
+        if index is None:
+            return None
+        have = ifaces_of[node]
+        if index >= len(have):
+            raise ScenarioError(
+                f"{where}: '{nodes[node]['name']}' has {len(have)} interface(s) (allowed: 0 to {len(have) - 1})"
+                if have else f"{where}: '{nodes[node]['name']}' has no links"
+            )
+        return have[index]
+
+    # flows
+    duration = s.duration
+    flows: list[dict[str, Any]] = []
+    for i, f in enumerate(s.flows):
+        where = f"flows[{i}]"
+        try:
+            pairs = _pair(where, lookup(f"{where}.from", f.src), lookup(f"{where}.to", f.dst), f.src, f.dst)
+            if f.start >= duration:
+                raise ScenarioError(f"{where}.start: {f.start / 1e9:g} s is not before the end of the run (duration {duration / 1e9:g} s)")
+            expanded = [(a, b) for a, b in pairs for _ in range(f.count)]
+            tcp = tcp_config(s.tcp, f) if f.kind == "tcp" else None
+            for k, (a, b) in enumerate(expanded):
+                if a == b:
+                    raise ScenarioError(f"{where}: from and to are the same node '{nodes[a]['name']}'")
+                if not ifaces_of[b]:
+                    raise ScenarioError(f"{where}.to: '{nodes[b]['name']}' is not connected to anything (it has no links)")
+                if not ifaces_of[a]:
+                    raise ScenarioError(f"{where}.from: '{nodes[a]['name']}' is not connected to anything (it has no links)")
+                spec: dict[str, Any] = {
+                    "name": f.name if len(expanded) == 1 else f"{f.name}{k}",
+                    "src": a,
+                    "dst": b,
+                    "src_iface": iface(f"{where}.from_iface", a, f.from_iface),
+                    "dst_iface": iface(f"{where}.to_iface", b, f.to_iface),
+                    "start_ns": f.start + k * f.start_step,
+                    "stop_ns": f.stop,
+                }
+                if f.kind == "tcp":
+                    spec.update(kind="tcp", tcp=tcp, bytes=f.bytes)
+                else:
+                    spec.update(kind="cbr", rate_bps=f.rate, packet_bytes=f.packet_size or CBR_DEFAULT_PACKET)
+                flows.append(spec)
+        except ScenarioError as e:
+            problems.extend(e.problems)
+    seen: set[str] = set()
+    for fl in flows:
+        if fl["name"] in seen:
+            problems.append(f"flows: the name '{fl['name']}' is used twice (flow names must be unique)")
+        seen.add(fl["name"])
+    if not s.flows:
+        problems.append("flows: the scenario has no traffic (add at least one flow)")
+
+    # static routes
+    routes: list[dict[str, Any]] = []
+    for i, r in enumerate(s.routes):
+        where = f"routes[{i}]"
+        try:
+            node = lookup(f"{where}.node", r.node)
+            dst = lookup(f"{where}.to", r.to)
+            via = lookup(f"{where}.via", r.via)
+            if len(node) != 1 or len(via) != 1 or len(dst) != 1:
+                raise ScenarioError(f"{where}: node, to and via must each name a single node, not a group")
+            n, d, v = node[0], dst[0], via[0]
+            channel = next(
+                (2 * l if lk["a"] == n else 2 * l + 1 for l, lk in enumerate(links) if {lk["a"], lk["b"]} == {n, v}),
+                None,
+            )
+            if channel is None:
+                raise ScenarioError(f"{where}.via: '{r.via}' is not a neighbour of '{r.node}' (no link joins them)")
+            targets = ifaces_of[d] if r.to_iface is None else [iface(f"{where}.to_iface", d, r.to_iface)]
+            routes.extend({"node": n, "dst_iface": t, "channel": channel} for t in targets)
+        except ScenarioError as e:
+            problems.extend(e.problems)
+
+    # measurement window
+    m = s.measure
+    stop = duration if m.stop is None else m.stop
+    if stop > duration:
+        problems.append(f"measure.stop: {stop / 1e9:g} s is after the end of the run (duration {duration / 1e9:g} s)")
+    if m.start >= stop:
+        problems.append(f"measure.start: {m.start / 1e9:g} s must be before measure.stop ({stop / 1e9:g} s)")
+
+    # captures
+    pcaps = []
+    channel_names = {}
+    for l, lk in enumerate(links):
+        channel_names[f"{nodes[lk['a']]['name']}->{nodes[lk['b']]['name']}"] = 2 * l
+        channel_names[f"{nodes[lk['b']]['name']}->{nodes[lk['a']]['name']}"] = 2 * l + 1
+    for direction, path in pcap or []:
+        if direction not in channel_names:
+            problems.append(
+                f"--pcap: no link direction '{direction}'; write it as FROM->TO, e.g. "
+                f"{next(iter(channel_names), 'r1->r2')}"
+            )
+        else:
+            pcaps.append({"channel": channel_names[direction], "path": str(path)})
+
+    if problems:
+        raise ScenarioError(problems)
+    return {
+        "name": s.name,
+        "seed": s.seed if seed is None else seed,
+        "duration_ns": duration,
+        "nodes": nodes,
+        "links": links,
+        "routes": routes,
+        "flows": flows,
+        "measure": {"start_ns": m.start, "stop_ns": stop, "interval_ns": m.interval},
+        "pcap": pcaps,
+    }
+
+
+def link_directions(resolved: dict[str, Any]) -> list[str]:
+    """Names of every link direction ("a->b"), in channel order."""
+    names = [n["name"] for n in resolved["nodes"]]
+    out = []
+    for lk in resolved["links"]:
+        out += [f"{names[lk['a']]}->{names[lk['b']]}", f"{names[lk['b']]}->{names[lk['a']]}"]
+    return out

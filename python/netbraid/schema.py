@@ -1,0 +1,302 @@
+"""The scenario schema: what users write in TOML or build in Python.
+
+One pydantic model per section. Quantities take units (see ``units``); every
+model rejects unknown fields with the list of allowed ones. A validated
+``Scenario`` still names nodes by name and may contain groups; ``resolve``
+turns it into the flat, indexed form the simulator runs.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal, Optional, Union
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, field_validator, model_validator
+
+from . import units
+
+# ---- field types -----------------------------------------------------------
+
+# Stored as integers (bit/s, ns, bytes); dumped back with their unit, so a
+# dumped scenario validates again to the same values.
+Rate = Annotated[int, BeforeValidator(units.parse_rate), PlainSerializer(lambda v: f"{v}bps", return_type=str)]
+Time = Annotated[int, BeforeValidator(units.parse_time), PlainSerializer(lambda v: f"{v}ns", return_type=str)]
+Size = Annotated[int, BeforeValidator(units.parse_size), PlainSerializer(lambda v: f"{v}B", return_type=str)]
+QueueLimit = Annotated[
+    tuple[str, int],
+    BeforeValidator(units.parse_queue),
+    PlainSerializer(lambda v: f"{v[1]}p" if v[0] == "packets" else f"{v[1]}B", return_type=str),
+]
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+Count = Annotated[int, Field(ge=1)]
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+
+
+def _check_name(v: str) -> str:
+    if not isinstance(v, str) or not _NAME.match(v) or "->" in v:
+        raise ValueError(
+            f"{v!r} is not a valid name (letters, digits, '_', '.', '-'; starting with a letter or '_')"
+        )
+    return v
+
+
+Name = Annotated[str, BeforeValidator(_check_name)]
+
+
+class Strict(BaseModel):
+    """Rejects unknown fields, naming the ones that are allowed."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_assignment=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            allowed = {f.alias or n for n, f in cls.model_fields.items()} | set(cls.model_fields)
+            unknown = [k for k in data if k not in allowed]
+            if unknown:
+                shown = sorted(f.alias or n for n, f in cls.model_fields.items())
+                raise ValueError(f"unknown field {unknown[0]!r}; allowed fields: {', '.join(shown)}")
+        return data
+
+
+# ---- links -----------------------------------------------------------------
+
+
+class NoLoss(Strict):
+    model: Literal["none"]
+
+
+class BernoulliLoss(Strict):
+    model: Literal["bernoulli"]
+    p: Probability
+
+
+class GilbertElliottLoss(Strict):
+    """Two-state Markov loss: good→bad with p_gb, bad→good with p_bg per packet."""
+
+    model: Literal["gilbert_elliott"]
+    p_gb: Probability
+    p_bg: Probability
+    loss_good: Probability = 0.0
+    loss_bad: Probability = 1.0
+
+
+class ListLoss(Strict):
+    """Drop exactly these packets (0-based, in this direction's transmission order)."""
+
+    model: Literal["list"]
+    indices: list[Annotated[int, Field(ge=0)]]
+
+
+def _loss_shorthand(v: Any) -> Any:
+    if isinstance(v, bool):
+        raise ValueError("loss must be a probability (0 to 1) or a table with a 'model'")
+    if isinstance(v, (int, float)):
+        if not 0 <= v <= 1:
+            raise ValueError(f"{v} is not a probability (allowed: 0 to 1)")
+        return {"model": "bernoulli", "p": float(v)} if v > 0 else {"model": "none"}
+    if isinstance(v, dict) and "model" not in v:
+        raise ValueError("a loss table needs 'model': one of none, bernoulli, gilbert_elliott, list")
+    return v
+
+
+Loss = Annotated[
+    Union[NoLoss, BernoulliLoss, GilbertElliottLoss, ListLoss],
+    Field(discriminator="model"),
+    BeforeValidator(_loss_shorthand),
+]
+
+
+class Direction(Strict):
+    """Overrides for one direction of a link."""
+
+    rate: Optional[Rate] = None
+    delay: Optional[Time] = None
+    queue: Optional[QueueLimit] = None
+    loss: Optional[Loss] = None
+
+
+class Link(Strict):
+    """A point-to-point link. rate, delay, queue and loss apply to both
+    directions unless `ab` (a→b) or `ba` (b→a) override them. A group name on
+    either side makes one link per member (groups of equal size pair up)."""
+
+    a: Name
+    b: Name
+    rate: Rate
+    delay: Time = 0
+    queue: QueueLimit = ("packets", 100)
+    loss: Loss = NoLoss(model="none")
+    ab: Optional[Direction] = None
+    ba: Optional[Direction] = None
+
+
+# ---- nodes -----------------------------------------------------------------
+
+
+class Host(Strict):
+    """An end host. With `count`, a group: name0, name1, …"""
+
+    name: Name
+    count: Optional[Count] = None
+
+
+class Router(Strict):
+    """A forwarding node. With `count`, a group."""
+
+    name: Name
+    count: Optional[Count] = None
+
+
+# ---- TCP -------------------------------------------------------------------
+
+
+class TcpOptions(Strict):
+    """TCP settings. At the top level (`[tcp]`) they are defaults for every
+    TCP flow; on a flow they override those. Unset = built-in default."""
+
+    cc: Optional[Literal["reno", "newreno", "cubic"]] = None
+    recovery: Optional[Literal["reno", "newreno", "sack"]] = None
+    mss: Optional[Annotated[int, Field(ge=1, le=65495)]] = None
+    header_bytes: Optional[Annotated[int, Field(ge=20, le=120)]] = None
+    initial_window: Optional[Count] = None
+    initial_ssthresh: Optional[Size] = None
+    window: Optional[Size] = None
+    rcvbuf: Optional[Size] = None
+    sndbuf: Optional[Size] = None
+    rto_min: Optional[Time] = None
+    rto_max: Optional[Time] = None
+    rto_initial: Optional[Time] = None
+    delayed_ack: Optional[bool] = None
+    delack_timeout: Optional[Time] = None
+    delack_count: Optional[Count] = None
+    abc_limit: Optional[Count] = None
+    dupthresh: Optional[Count] = None
+    limited_transmit: Optional[bool] = None
+    max_sack_blocks: Optional[Annotated[int, Field(ge=1, le=4)]] = None
+    log_congestion: Optional[bool] = None
+
+
+TCP_FIELDS = tuple(TcpOptions.model_fields)
+
+# ---- traffic ---------------------------------------------------------------
+
+
+class Flow(TcpOptions):
+    """Traffic from one host (or group) to another.
+
+    kind = "tcp": a bulk transfer (unlimited, or `bytes`), iperf-like.
+    kind = "cbr": UDP at a constant `rate` of payload, `packet_size` bytes each.
+    With groups, members pair up; `count` makes that many parallel flows per
+    pair; flow k starts at `start + k × start_step`.
+    """
+
+    name: Name
+    kind: Literal["tcp", "cbr"] = "tcp"
+    src: Name = Field(alias="from")
+    dst: Name = Field(alias="to")
+    from_iface: Optional[Annotated[int, Field(ge=0)]] = None
+    to_iface: Optional[Annotated[int, Field(ge=0)]] = None
+    count: Count = 1
+    start: Time = 0
+    start_step: Time = 0
+    stop: Optional[Time] = None
+    bytes: Optional[Size] = None
+    rate: Optional[Rate] = None
+    packet_size: Optional[Size] = None
+
+    @model_validator(mode="after")
+    def _fields_match_kind(self) -> "Flow":
+        if self.kind == "cbr":
+            if self.rate is None:
+                raise ValueError("rate: required for a cbr flow (e.g. rate = \"1Mbps\")")
+            tcp_set = [f for f in TCP_FIELDS if getattr(self, f) is not None]
+            if tcp_set or self.bytes is not None:
+                bad = (tcp_set or ["bytes"])[0]
+                raise ValueError(f"{bad}: applies only to tcp flows, not to kind = \"cbr\"")
+        else:
+            for f in ("rate", "packet_size"):
+                if getattr(self, f) is not None:
+                    raise ValueError(f"{f}: applies only to cbr flows, not to kind = \"tcp\"")
+        return self
+
+
+class Route(Strict):
+    """A static route: at `node`, traffic for host `to` (all its interfaces,
+    or interface `to_iface`) goes to the neighbour `via`."""
+
+    node: Name
+    to: Name
+    to_iface: Optional[Annotated[int, Field(ge=0)]] = None
+    via: Name
+
+
+class Measure(Strict):
+    """The measurement window (so warm-up can be left out) and the time-series interval."""
+
+    start: Time = 0
+    stop: Optional[Time] = None
+    interval: Optional[Time] = None
+
+    @field_validator("interval")
+    @classmethod
+    def _positive(cls, v: Optional[int]) -> Optional[int]:
+        if v is not None and v <= 0:
+            raise ValueError("must be longer than zero")
+        return v
+
+
+class Scenario(Strict):
+    """A network and the traffic on it."""
+
+    name: str = "scenario"
+    duration: Time
+    seed: Annotated[int, Field(ge=0, lt=2**64)] = 1
+    tcp: TcpOptions = TcpOptions()
+    hosts: list[Host] = []
+    routers: list[Router] = []
+    links: list[Link] = []
+    flows: list[Flow] = []
+    routes: list[Route] = []
+    measure: Measure = Measure()
+
+    @field_validator("duration")
+    @classmethod
+    def _duration_positive(cls, v: int) -> int:
+        if v <= 0:
+            raise ValueError("must be longer than zero")
+        return v
+
+    # ---- building in code (the role Tcl scripts had in ns-2) -------------
+
+    # Each returns the scenario, so calls chain. Mistakes raise ScenarioError.
+
+    def add_host(self, name: str, count: int | None = None) -> "Scenario":
+        return self._append("hosts", Host, {"name": name, "count": count})
+
+    def add_router(self, name: str, count: int | None = None) -> "Scenario":
+        return self._append("routers", Router, {"name": name, "count": count})
+
+    def add_link(self, a: str, b: str, **fields: Any) -> "Scenario":
+        return self._append("links", Link, {"a": a, "b": b, **fields})
+
+    def add_flow(self, name: str, src: str, dst: str, **fields: Any) -> "Scenario":
+        return self._append("flows", Flow, {"name": name, "from": src, "to": dst, **fields})
+
+    def add_route(self, node: str, to: str, via: str, to_iface: int | None = None) -> "Scenario":
+        return self._append("routes", Route, {"node": node, "to": to, "via": via, "to_iface": to_iface})
+
+    def _append(self, field: str, model: type[BaseModel], data: dict[str, Any]) -> "Scenario":
+        from .errors import from_validation_error
+
+        items = getattr(self, field)
+        data = {k: v for k, v in data.items() if v is not None}
+        try:
+            setattr(self, field, [*items, model.model_validate(data)])
+        except ValidationError as e:
+            err = from_validation_error(e)
+            prefix = f"{field}[{len(items)}]"
+            raise type(err)([f"{prefix}.{p}" if not p.startswith(field) else p for p in err.problems]) from None
+        return self

@@ -1,0 +1,109 @@
+"""Quantities with units, as users write them in scenarios.
+
+Rates are decimal, as networking counts them ("10Mbps" = 10 000 000 bit/s).
+Sizes are binary, as socket buffers and iperf count them ("64KB" = "64KiB" =
+65 536 bytes, so ``window = "64KB"`` is ``iperf -w 64K``). Times take ns, us,
+ms, s or min. Every parser raises ``ValueError`` whose text says what is allowed.
+"""
+
+from __future__ import annotations
+
+import re
+
+_NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
+_PATTERN = re.compile(rf"^\s*{_NUMBER}\s*([A-Za-zµ/]*)\s*$")
+
+RATE_UNITS = {
+    "bps": 1, "b/s": 1,
+    "kbps": 1e3, "kb/s": 1e3, "kbit/s": 1e3,
+    "mbps": 1e6, "mb/s": 1e6, "mbit/s": 1e6,
+    "gbps": 1e9, "gb/s": 1e9, "gbit/s": 1e9,
+}
+TIME_UNITS = {"ns": 1, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9, "min": 60e9}
+SIZE_UNITS = {
+    "b": 1, "byte": 1, "bytes": 1,
+    "k": 1024, "kb": 1024, "kib": 1024,
+    "m": 1024**2, "mb": 1024**2, "mib": 1024**2,
+    "g": 1024**3, "gb": 1024**3, "gib": 1024**3,
+}
+PACKET_UNITS = {"p", "pkt", "pkts", "packet", "packets"}
+
+RATE_HELP = 'a rate with a unit, e.g. "10Mbps", "1.5Gbps", "64kbps" (bps, kbps, Mbps, Gbps)'
+TIME_HELP = 'a time with a unit, e.g. "5ms", "1.5s", "200us" (ns, us, ms, s, min)'
+SIZE_HELP = 'a size with a unit, e.g. "64KB", "1MB", "1500B" (B, KB, MB, GB; 1 KB = 1024 B)'
+QUEUE_HELP = 'a queue limit: packets ("100p", "100 packets" or a bare integer) or bytes ("64KB")'
+
+
+def _split(text: object, what: str) -> tuple[float, str]:
+    if isinstance(text, bool) or not isinstance(text, (str, int, float)):
+        raise ValueError(f"expected {what}, got {text!r}")
+    m = _PATTERN.match(str(text))
+    if not m:
+        raise ValueError(f"{text!r} is not {what}")
+    return float(m.group(1)), m.group(2)
+
+
+def parse_rate(text: object) -> int:
+    """Bit/s as an integer."""
+    value, unit = _split(text, RATE_HELP)
+    factor = RATE_UNITS.get(unit.lower())
+    if factor is None:
+        raise ValueError(f"{text!r}: unknown or missing rate unit; expected {RATE_HELP}")
+    bps = round(value * factor)
+    if bps <= 0:
+        raise ValueError(f"{text!r}: a rate must be positive")
+    return bps
+
+
+def parse_time(text: object, *, allow_zero: bool = True) -> int:
+    """Nanoseconds as an integer. Negative times are rejected by the pattern."""
+    if isinstance(text, str) and text.strip().startswith("-"):
+        raise ValueError(f"{text!r}: a time cannot be negative")
+    value, unit = _split(text, TIME_HELP)
+    factor = TIME_UNITS.get(unit)
+    if factor is None:
+        raise ValueError(f"{text!r}: unknown or missing time unit; expected {TIME_HELP}")
+    ns = round(value * factor)
+    if ns == 0 and not allow_zero:
+        raise ValueError(f"{text!r}: must be longer than zero")
+    return ns
+
+
+def parse_size(text: object) -> int:
+    """Bytes as an integer."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        if text < 0:
+            raise ValueError(f"{text}: a size cannot be negative")
+        return text
+    if isinstance(text, str) and text.strip().startswith("-"):
+        raise ValueError(f"{text!r}: a size cannot be negative")
+    value, unit = _split(text, SIZE_HELP)
+    factor = SIZE_UNITS.get(unit.lower())
+    if factor is None:
+        raise ValueError(f"{text!r}: unknown or missing size unit; expected {SIZE_HELP}")
+    return round(value * factor)
+
+
+def parse_queue(text: object) -> tuple[str, int]:
+    """("packets", n) or ("bytes", n)."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        if text < 0:
+            raise ValueError(f"{text}: a queue limit cannot be negative")
+        return ("packets", text)
+    if isinstance(text, str) and text.strip().startswith("-"):
+        raise ValueError(f"{text!r}: a queue limit cannot be negative")
+    value, unit = _split(text, QUEUE_HELP)
+    if unit.lower() in PACKET_UNITS:
+        if value != int(value):
+            raise ValueError(f"{text!r}: a packet count must be a whole number")
+        return ("packets", int(value))
+    if unit.lower() in SIZE_UNITS:
+        return ("bytes", parse_size(text))
+    raise ValueError(f"{text!r}: unknown queue unit; expected {QUEUE_HELP}")
+
+
+def format_rate(bps: float) -> str:
+    for unit, f in (("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
+        if abs(bps) >= f:
+            return f"{bps / f:.3g} {unit}"
+    return f"{bps:.3g} b/s"
