@@ -78,6 +78,9 @@ pub struct TcpSender {
     /// Peer's advertised window.
     rwnd: u64,
     dupacks: u32,
+    /// Bytes sent beyond cwnd by limited transmit since the last new ACK;
+    /// excluded from FlightSize when ssthresh is set (RFC 5681 §3.2 step 2).
+    limited_transmit_bytes: u64,
     in_recovery: bool,
     /// snd_max at the last recovery entry or timeout (NewReno `recover`,
     /// RFC 6675 RecoveryPoint): no new recovery until snd_una passes it.
@@ -127,6 +130,7 @@ impl TcpSender {
             started: false,
             rwnd: cfg.rcvbuf,
             dupacks: 0,
+            limited_transmit_bytes: 0,
             in_recovery: false,
             recover: None,
             inflation: 0,
@@ -269,6 +273,7 @@ impl TcpSender {
         self.high_rxt = self.high_rxt.max(ack);
         self.sacked.prune_below(ack);
         self.dupacks = 0;
+        self.limited_transmit_bytes = 0;
         self.last_timeout_una = None;
 
         let mut restart_timer = true;
@@ -353,7 +358,7 @@ impl TcpSender {
             return;
         }
         let cwnd_before = self.cwnd();
-        let flight = self.snd_max - self.snd_una;
+        let flight = self.snd_max - self.snd_una - self.limited_transmit_bytes;
         self.cc.on_congestion_event(now, flight);
         self.recover = Some(self.snd_max);
         self.in_recovery = true;
@@ -498,8 +503,12 @@ impl TcpSender {
                 self.snd_nxt += len;
             } else {
                 let Some(len) = self.new_segment_len() else { break };
-                if self.snd_max + len > self.snd_una + window + extra {
+                let beyond_window = self.snd_max + len > self.snd_una + window;
+                if beyond_window && self.snd_max + len > self.snd_una + window + extra {
                     break;
+                }
+                if beyond_window {
+                    self.limited_transmit_bytes += len;
                 }
                 self.send_new(now, out);
             }

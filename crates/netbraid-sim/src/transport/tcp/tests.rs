@@ -1,0 +1,136 @@
+//! The sender driven by hand (sans-IO): each test feeds ACKs and timer
+//! expiries at chosen times and checks the RFC 6298 / RFC 5681 rules.
+
+use super::*;
+use crate::engine::time::{MILLISECOND, SECOND};
+use crate::net::packet::{tcp_flags, Body, TcpSegment};
+use crate::transport::Transmit;
+
+const MSS: u64 = 1000;
+
+fn sender() -> TcpSender {
+    TcpSender::new(TcpConfig {
+        mss: MSS as u32,
+        initial_window: 3,
+        recovery: Recovery::NewReno,
+        log_congestion: true,
+        ..TcpConfig::default()
+    })
+}
+
+fn ack(s: &mut TcpSender, now: Time, ack: u64, out: &mut Vec<Transmit>) {
+    let seg = TcpSegment { ack, wnd: 1 << 30, flags: tcp_flags::ACK, ..Default::default() };
+    s.on_segment(now, &seg, out);
+}
+
+fn seqs(out: &[Transmit]) -> Vec<u64> {
+    out.iter()
+        .map(|t| match t.body {
+            Body::Tcp(s) => s.seq,
+            _ => unreachable!(),
+        })
+        .collect()
+}
+
+#[test]
+fn initial_window_then_one_sample() {
+    let mut s = sender();
+    let mut out = Vec::new();
+    s.write(0, None, &mut out);
+    assert_eq!(seqs(&out), vec![0, 1000, 2000]);
+    out.clear();
+    ack(&mut s, 100 * MILLISECOND, 1000, &mut out);
+    assert_eq!(s.srtt(), Some(100 * MILLISECOND));
+    // RTO = max(1 s, 3 × 100 ms) = 1 s (RFC 6298 minimum).
+    assert_eq!(s.rto(), SECOND);
+}
+
+/// RFC 6298 §5.5: each expiry doubles the RTO, up to RTO_max (60 s).
+#[test]
+fn consecutive_timeouts_double_the_interval() {
+    let mut s = sender();
+    let mut out = Vec::new();
+    s.write(0, None, &mut out);
+    ack(&mut s, 100 * MILLISECOND, 1000, &mut out);
+    let mut fired = Vec::new();
+    for _ in 0..8 {
+        let at = s.poll_at().expect("timer armed while data is outstanding");
+        s.on_timer(at, &mut out);
+        fired.push(at);
+    }
+    let gaps: Vec<Time> = fired.windows(2).map(|w| (w[1] - w[0]) / SECOND).collect();
+    assert_eq!(gaps, vec![2, 4, 8, 16, 32, 60, 60]);
+    assert_eq!(s.stats().timeouts, 8);
+}
+
+/// RFC 6298 §5.5 / RFC 5681 eq. 4: ssthresh is set from the flight size on
+/// the first timeout of a segment only; cwnd falls to one segment each time.
+#[test]
+fn ssthresh_only_on_first_timeout() {
+    let mut s = sender();
+    let mut out = Vec::new();
+    s.write(0, None, &mut out);
+    ack(&mut s, 100 * MILLISECOND, 1000, &mut out); // flight now 4 segments
+    let flight = s.flight_size();
+    let t1 = s.poll_at().unwrap();
+    s.on_timer(t1, &mut out);
+    assert_eq!(s.ssthresh(), (flight / 2).max(2 * MSS));
+    assert_eq!(s.cwnd(), MSS);
+    let after_first = s.ssthresh();
+    s.on_timer(s.poll_at().unwrap(), &mut out);
+    assert_eq!(s.ssthresh(), after_first);
+}
+
+/// Karn: an ACK that covers a retransmitted segment gives no RTT sample,
+/// and the backed-off RTO is kept until a valid sample arrives.
+#[test]
+fn karn_ignores_acks_of_retransmissions() {
+    let mut s = sender();
+    let mut out = Vec::new();
+    s.write(0, Some(3000), &mut out); // exactly three segments
+    ack(&mut s, 100 * MILLISECOND, 1000, &mut out);
+    let srtt = s.srtt();
+    let t = s.poll_at().unwrap();
+    s.on_timer(t, &mut out); // retransmits seq 1000
+    assert_eq!(s.rto(), 2 * SECOND);
+    // A very late ACK for everything, 5 s later: ambiguous, so no sample.
+    out.clear();
+    ack(&mut s, t + 5 * SECOND, 3000, &mut out);
+    assert_eq!(s.srtt(), srtt);
+    assert_eq!(s.rto(), 2 * SECOND, "backoff kept without a valid sample");
+    assert_eq!(s.completed_at(), Some(t + 5 * SECOND));
+}
+
+/// RFC 5681 §3.2: the third duplicate ACK retransmits snd_una once and sets
+/// ssthresh = FlightSize / 2 (not cwnd / 2; limited-transmit segments not
+/// counted), cwnd = ssthresh + 3·SMSS.
+#[test]
+fn third_dupack_fast_retransmits_once() {
+    let mut s = sender();
+    let mut out = Vec::new();
+    s.write(0, None, &mut out);
+    // Grow to ten outstanding segments by acking the first few one by one.
+    let mut t = 100 * MILLISECOND;
+    for a in 1..=4 {
+        ack(&mut s, t, a * MSS, &mut out);
+        t += MILLISECOND;
+    }
+    let flight = s.flight_size();
+    out.clear();
+    for _ in 0..3 {
+        ack(&mut s, t, 4 * MSS, &mut out);
+    }
+    // Dupacks 1 and 2 each send one new segment (limited transmit, RFC 3042);
+    // the third retransmits snd_una.
+    let sent = seqs(&out);
+    assert_eq!(sent.len(), 3);
+    assert_eq!(sent.iter().filter(|&&q| q == 4 * MSS).count(), 1);
+    assert_eq!(s.ssthresh(), flight / 2);
+    assert_eq!(s.cwnd(), flight / 2 + 3 * MSS);
+    // Further dupacks inflate by one MSS each and never retransmit again.
+    out.clear();
+    ack(&mut s, t, 4 * MSS, &mut out);
+    assert_eq!(s.cwnd(), flight / 2 + 4 * MSS);
+    assert!(seqs(&out).iter().all(|&q| q != 4 * MSS));
+    assert_eq!(s.stats().fast_retransmits, 1);
+}
