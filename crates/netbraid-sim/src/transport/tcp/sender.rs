@@ -544,7 +544,10 @@ impl TcpSender {
         if self.rto_deadline.is_none() {
             self.rto_deadline = Some(now + self.rtt.rto());
         }
-        let seg = TcpSegment { seq, len: len as u32, ack: 0, wnd: 0, flags: 0, sack: Default::default() };
+        // Data flows one way; the window field carries what this end's own
+        // (unused) receive buffer would advertise, as a real stack's would.
+        let wnd = self.cfg.rcvbuf.min(u32::MAX as u64) as u32;
+        let seg = TcpSegment { seq, len: len as u32, ack: 0, wnd, flags: tcp_flags::ACK, sack: Default::default() };
         out.push(Transmit { body: Body::Tcp(seg), size: len as u32 + self.cfg.header_bytes });
     }
 

@@ -1,0 +1,116 @@
+"""Bad input gets a clear error naming the field, the bad value and what is
+allowed — through the real command, never a traceback or a panic."""
+
+import subprocess
+import textwrap
+
+import pytest
+
+GOOD = """
+name = "t"
+duration = "10s"
+
+[[hosts]]
+name = "a"
+[[hosts]]
+name = "b"
+[[routers]]
+name = "r"
+
+[[links]]
+a = "a"
+b = "r"
+rate = "10Mbps"
+delay = "5ms"
+
+[[links]]
+a = "r"
+b = "b"
+rate = "10Mbps"
+delay = "5ms"
+
+[[flows]]
+name = "f"
+from = "a"
+to = "b"
+"""
+
+
+def netbraid(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["netbraid", *args], capture_output=True, text=True, timeout=60)
+
+
+def run_toml(tmp_path, text: str, *extra: str) -> subprocess.CompletedProcess:
+    path = tmp_path / "s.toml"
+    path.write_text(textwrap.dedent(text))
+    return netbraid("run", str(path), *extra)
+
+
+def test_the_good_scenario_runs(tmp_path):
+    r = run_toml(tmp_path, GOOD)
+    assert r.returncode == 0, r.stderr
+
+
+# (what is changed in GOOD, words the message must contain)
+MISTAKES = {
+    "unknown node": (GOOD.replace('b = "r"\nrate', 'b = "rr"\nrate', 1), ["links[0].b", "unknown node 'rr'", "known:"]),
+    "link to itself": (GOOD.replace('a = "a"\nb = "r"', 'a = "r"\nb = "r"'), ["links[0]", "itself"]),
+    "negative delay": (GOOD.replace('delay = "5ms"', 'delay = "-5ms"', 1), ["links[0].delay", "negative"]),
+    "unit typo": (GOOD.replace('rate = "10Mbps"', 'rate = "10Mbsp"', 1), ["links[0].rate", "10Mbsp", "Mbps"]),
+    "missing field": (GOOD.replace('rate = "10Mbps"\n', "", 1), ["links[0].rate", "required field is missing"]),
+    "unknown congestion control": (GOOD + 'cc = "bic"\n', ["flows[0].cc", "'bic'", "cubic"]),
+    "unknown field": (GOOD + 'windw = "64KB"\n', ["flows[0]", "unknown field 'windw'", "window"]),
+    "loss above one": (GOOD.replace('delay = "5ms"', 'delay = "5ms"\nloss = 1.5', 1), ["links[0].loss", "1.5", "0 to 1"]),
+    "unconnected hosts": (GOOD.replace('[[links]]\na = "r"\nb = "b"', '[[hosts]]\nname = "c"\n[[links]]\na = "c"\nb = "b"'),
+                          ["flows[0]", "no route from 'a' to 'b'"]),
+    "group size mismatch": (GOOD.replace('[[hosts]]\nname = "a"', '[[hosts]]\nname = "a"\ncount = 3')
+                            .replace('[[hosts]]\nname = "b"', '[[hosts]]\nname = "b"\ncount = 2'),
+                            ["flows[0]", "cannot pair group 'a' (3 members)", "'b' (2 members)"]),
+    "bad TOML": (GOOD.replace('duration = "10s"', 'duration = 10s'), ["invalid TOML", "line 3"]),
+    "measure after the end": (GOOD + '\n[measure]\nstop = "20s"\n', ["measure.stop", "after the end"]),
+    "cbr without rate": (GOOD + 'kind = "cbr"\n', ["flows[0]", "rate", "required for a cbr flow"]),
+    "duplicate names": (GOOD.replace('name = "b"', 'name = "a"', 1), ["hosts[1].name", "'a' is used twice"]),
+    "zero duration": (GOOD.replace('duration = "10s"', 'duration = "0s"'), ["duration", "longer than zero"]),
+    "queue unit": (GOOD.replace('delay = "5ms"', 'delay = "5ms"\nqueue = "100 pkgs"', 1), ["links[0].queue", "packets"]),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MISTAKES))
+def test_mistake_gets_a_clear_error(tmp_path, kind):
+    text, words = MISTAKES[kind]
+    r = run_toml(tmp_path, text)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr and "panicked" not in r.stderr
+    message = " ".join(r.stderr.split())
+    for w in words:
+        assert w in message, f"{w!r} not in: {message}"
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--set", "links.0.rate"], ["expected PATH=VALUE"]),
+    (["--set", "flows.nosuch.cc=cubic"], ["no element named 'nosuch'", "have: f"]),
+    (["--set", "links.7.rate=1Mbps"], ["index 7 is out of range"]),
+    (["--set", "links.0.speed=1Mbps"], ["links[0]", "unknown field 'speed'", "rate"]),
+    (["--pcap", "r->x"], ["--pcap", "no link direction 'r->x'"]),
+    (["--seed", "-1"], ["--seed", "out of range"]),
+])
+def test_command_line_mistakes(tmp_path, args, words):
+    r = run_toml(tmp_path, GOOD, *args)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr
+    message = " ".join(r.stderr.split())
+    for w in words:
+        assert w in message, f"{w!r} not in: {message}"
+
+
+def test_missing_file():
+    r = netbraid("run", "/nonexistent/scenario.toml")
+    assert r.returncode == 2 and "no such scenario file" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_python_api_raises_scenario_error():
+    import netbraid as nb
+
+    s = nb.Scenario(name="x", duration="1s")
+    with pytest.raises(nb.ScenarioError, match=r"links\[0\]\.delay: .*negative"):
+        s.add_link("a", "b", rate="1Mbps", delay="-1ms")
