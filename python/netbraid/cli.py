@@ -142,6 +142,9 @@ def print_result(result: dict[str, Any]) -> None:
             lt.add_row(l["name"], format_rate(l["rate_bps"]), f"{100 * l['utilisation']:.1f}",
                        str(l["queue_drops"]), str(l["loss_drops"]))
         out_console.print(lt)
+    for f in result["flows"]:
+        if f["completion_time_s"] is not None:
+            out_console.print(f"{f['name']}: transfer completed at {f['completion_time_s']:.3f} s")
     goodputs = [f["goodput_bps"] for f in result["flows"]]
     line = f"aggregate goodput {format_rate(sum(goodputs))}"
     if len(goodputs) > 1:
