@@ -92,3 +92,15 @@ def test_pcap_reads_cleanly_in_tshark(tmp_path):
         expert = subprocess.run(["tshark", "-r", str(pcap), "-q", "-z", "expert"],
                                 capture_output=True, text=True, timeout=120).stdout
         assert "Errors (" not in expert and "Malformed" not in expert and "Zero Window" not in expert
+
+
+def test_tcp_stop_ends_the_transfer():
+    s = nb.Scenario(name="stop", duration="10s")
+    s.add_host("a").add_host("b")
+    s.add_link("a", "b", rate="10Mbps", delay="10ms")
+    s.add_flow("f", "a", "b", stop="2s")
+    f = nb.run(s)["flows"][0]
+    # No data after 2 s (+ the last round trip): goodput over the 10 s is at
+    # most 2.1 s worth of the link, and the transfer is reported complete.
+    assert f["goodput_bps"] * 10 <= 10e6 * 2.1
+    assert 2.0 <= f["completion_time_s"] <= 2.5

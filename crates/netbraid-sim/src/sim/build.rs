@@ -110,7 +110,6 @@ impl Simulation {
         let first_iface = |n: NodeId| iface_node.iter().position(|&m| m == n).map(|i| i as IfaceId);
         let mut endpoints = Vec::new();
         let mut flows = Vec::new();
-        let mut flow_start = Vec::new();
         for (i, f) in scn.flows.iter().enumerate() {
             let path = format!("flows[{i}] '{}'", f.name);
             for (k, n) in [("from", f.src), ("to", f.dst)] {
@@ -190,8 +189,20 @@ impl Simulation {
                 FlowKind::Tcp { bytes, .. } => *bytes,
                 FlowKind::Cbr { .. } => None,
             };
-            flows.push(Flow { name: f.name.clone(), src: f.src, dst: f.dst, sender: s, receiver: r, bytes, acct: FlowAccounting::default() });
-            flow_start.push(f.start_ns);
+            if f.stop_ns.is_some_and(|stop| stop <= f.start_ns) {
+                return Err(format!("{path}.stop: must be after the start"));
+            }
+            flows.push(Flow {
+                name: f.name.clone(),
+                src: f.src,
+                dst: f.dst,
+                sender: s,
+                receiver: r,
+                bytes,
+                start: f.start_ns,
+                stop: f.stop_ns,
+                acct: FlowAccounting::default(),
+            });
         }
 
         let m = &scn.measure;
@@ -224,7 +235,6 @@ impl Simulation {
             iface_node,
             endpoints,
             flows,
-            flow_start,
             outbox: Vec::with_capacity(64),
             duration: scn.duration_ns,
             measure: scn.measure.clone(),

@@ -30,6 +30,8 @@ enum Event {
     Wake(u32),
     /// A flow's application starts.
     Start(u32),
+    /// A flow's application stops writing (TCP flows with a stop time).
+    Stop(u32),
     Sample,
     MeasureStart,
     MeasureStop,
@@ -98,6 +100,8 @@ struct Flow {
     sender: u32,
     receiver: u32,
     bytes: Option<u64>,
+    start: Time,
+    stop: Option<Time>,
     acct: FlowAccounting,
 }
 
@@ -130,7 +134,6 @@ pub struct Simulation {
     iface_node: Vec<NodeId>,
     endpoints: Vec<Endpoint>,
     flows: Vec<Flow>,
-    flow_start: Vec<Time>,
     outbox: Vec<Transmit>,
     duration: Time,
     measure: MeasureSpec,
@@ -150,8 +153,12 @@ impl Simulation {
     /// Run to the end and collect results.
     pub fn run(mut self) -> Result<RunResult, String> {
         let wall = std::time::Instant::now();
-        for (i, &start) in self.flow_start.clone().iter().enumerate() {
-            self.events.schedule(start, Event::Start(i as u32));
+        for i in 0..self.flows.len() {
+            let f = &self.flows[i];
+            self.events.schedule(f.start, Event::Start(i as u32));
+            if let Some(stop) = f.stop {
+                self.events.schedule(stop, Event::Stop(i as u32));
+            }
         }
         self.events.schedule(self.measure.start_ns, Event::MeasureStart);
         self.events.schedule(self.measure.stop_ns.min(self.duration), Event::MeasureStop);
@@ -206,6 +213,11 @@ impl Simulation {
                     s.write(now, bytes, &mut self.outbox);
                 }
                 self.flush(now, ep);
+            }
+            Event::Stop(f) => {
+                if let Role::TcpSender(s) = &mut self.endpoints[self.flows[f as usize].sender as usize].role {
+                    s.close();
+                }
             }
             Event::Sample => self.sample(now),
             Event::MeasureStart => self.at_start = Some(self.snapshot(now)),

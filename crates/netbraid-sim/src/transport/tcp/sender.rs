@@ -162,6 +162,12 @@ impl TcpSender {
         self.send_available(now, out);
     }
 
+    /// The application stops writing (iperf's -t ran out): data already
+    /// sent is still delivered and acknowledged, nothing new is sent.
+    pub fn close(&mut self) {
+        self.app_end = self.app_end.min(self.snd_max);
+    }
+
     // ---- accessors -------------------------------------------------------
 
     pub fn stats(&self) -> &TcpSenderStats {
