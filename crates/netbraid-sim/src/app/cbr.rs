@@ -7,22 +7,14 @@ use crate::engine::Time;
 use crate::net::packet::{Body, UdpDatagram};
 use crate::transport::udp::UDP_HEADER_BYTES;
 use crate::transport::Transmit;
-use serde::Serialize;
 
-#[derive(Clone, Copy, Debug, Default, Serialize)]
-pub struct CbrStats {
-    pub datagrams_sent: u64,
-    pub payload_bytes_sent: u64,
-}
-
-impl CbrStats {
-    pub fn since(&self, e: &Self) -> Self {
-        Self {
-            datagrams_sent: self.datagrams_sent - e.datagrams_sent,
-            payload_bytes_sent: self.payload_bytes_sent - e.payload_bytes_sent,
-        }
+crate::counters! {
+    pub struct CbrStats {
+        pub datagrams_sent: u64,
+        pub payload_bytes_sent: u64,
     }
 }
+
 
 pub struct CbrSource {
     /// Payload bytes per datagram.

@@ -8,30 +8,20 @@ use super::queue::DropTailQueue;
 use super::{ChannelId, IfaceId, NodeId};
 use crate::engine::time::serialisation_time;
 use crate::engine::Time;
-use serde::Serialize;
 
-/// Counters of one link direction (cumulative since the start of the run).
-#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq, Eq)]
-pub struct ChannelCounters {
-    /// Packets and bytes that finished serialisation (including those then lost).
-    pub tx_packets: u64,
-    pub tx_bytes: u64,
-    /// Packets refused by a full queue.
-    pub queue_drops: u64,
-    /// Packets lost on the wire by the loss model.
-    pub loss_drops: u64,
-}
-
-impl ChannelCounters {
-    pub fn since(&self, earlier: &Self) -> Self {
-        Self {
-            tx_packets: self.tx_packets - earlier.tx_packets,
-            tx_bytes: self.tx_bytes - earlier.tx_bytes,
-            queue_drops: self.queue_drops - earlier.queue_drops,
-            loss_drops: self.loss_drops - earlier.loss_drops,
-        }
+crate::counters! {
+    /// Counters of one link direction (cumulative since the start of the run).
+    pub struct ChannelCounters {
+        /// Packets and bytes that finished serialisation (including those then lost).
+        pub tx_packets: u64,
+        pub tx_bytes: u64,
+        /// Packets refused by a full queue.
+        pub queue_drops: u64,
+        /// Packets lost on the wire by the loss model.
+        pub loss_drops: u64,
     }
 }
+
 
 pub struct Channel {
     pub id: ChannelId,

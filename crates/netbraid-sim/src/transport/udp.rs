@@ -1,30 +1,20 @@
 //! UDP: a sink that counts what arrives. Sources live in `app`.
 
 use crate::net::packet::UdpDatagram;
-use serde::Serialize;
 
 /// IPv4 (20) + UDP (8) header bytes.
 pub const UDP_HEADER_BYTES: u32 = 28;
 
-#[derive(Clone, Copy, Debug, Default, Serialize)]
-pub struct UdpSinkStats {
-    pub datagrams_received: u64,
-    pub wire_bytes_received: u64,
-    pub payload_bytes_received: u64,
-    /// Datagrams that arrived with a lower sequence number than one already seen.
-    pub reordered: u64,
-}
-
-impl UdpSinkStats {
-    pub fn since(&self, e: &Self) -> Self {
-        Self {
-            datagrams_received: self.datagrams_received - e.datagrams_received,
-            wire_bytes_received: self.wire_bytes_received - e.wire_bytes_received,
-            payload_bytes_received: self.payload_bytes_received - e.payload_bytes_received,
-            reordered: self.reordered - e.reordered,
-        }
+crate::counters! {
+    pub struct UdpSinkStats {
+        pub datagrams_received: u64,
+        pub wire_bytes_received: u64,
+        pub payload_bytes_received: u64,
+        /// Datagrams that arrived with a lower sequence number than one already seen.
+        pub reordered: u64,
     }
 }
+
 
 #[derive(Default)]
 pub struct UdpSink {

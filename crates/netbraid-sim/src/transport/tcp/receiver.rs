@@ -6,32 +6,20 @@ use super::{RangeSet, Recovery, TcpConfig};
 use crate::engine::Time;
 use crate::net::packet::{tcp_flags, Body, SackBlocks, TcpSegment};
 use crate::transport::Transmit;
-use serde::Serialize;
 
-#[derive(Clone, Copy, Debug, Default, Serialize)]
-pub struct TcpReceiverStats {
-    pub segments_received: u64,
-    /// Bytes on the wire of every data segment that arrived (duplicates too).
-    pub wire_bytes_received: u64,
-    /// New in-order bytes handed to the application.
-    pub goodput_bytes: u64,
-    pub duplicate_segments: u64,
-    pub out_of_order_segments: u64,
-    pub acks_sent: u64,
-}
-
-impl TcpReceiverStats {
-    pub fn since(&self, e: &Self) -> Self {
-        Self {
-            segments_received: self.segments_received - e.segments_received,
-            wire_bytes_received: self.wire_bytes_received - e.wire_bytes_received,
-            goodput_bytes: self.goodput_bytes - e.goodput_bytes,
-            duplicate_segments: self.duplicate_segments - e.duplicate_segments,
-            out_of_order_segments: self.out_of_order_segments - e.out_of_order_segments,
-            acks_sent: self.acks_sent - e.acks_sent,
-        }
+crate::counters! {
+    pub struct TcpReceiverStats {
+        pub segments_received: u64,
+        /// Bytes on the wire of every data segment that arrived (duplicates too).
+        pub wire_bytes_received: u64,
+        /// New in-order bytes handed to the application.
+        pub goodput_bytes: u64,
+        pub duplicate_segments: u64,
+        pub out_of_order_segments: u64,
+        pub acks_sent: u64,
     }
 }
+
 
 pub struct TcpReceiver {
     header_bytes: u32,

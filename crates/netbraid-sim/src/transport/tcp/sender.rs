@@ -13,40 +13,26 @@ use crate::net::packet::{tcp_flags, Body, TcpSegment};
 use crate::transport::Transmit;
 use serde::Serialize;
 
-/// Cumulative counters of a sender.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
-pub struct TcpSenderStats {
-    /// Data segments sent, retransmissions included.
-    pub segments_sent: u64,
-    /// Payload bytes sent, retransmissions included.
-    pub bytes_sent: u64,
-    /// Segments sent again (fast, partial-ACK, SACK-driven or after a timeout).
-    pub retransmits: u64,
-    /// Fast-retransmit / recovery entries.
-    pub fast_retransmits: u64,
-    pub timeouts: u64,
-    pub acks_received: u64,
-    /// Integral of cwnd over time (bytes·ns), for a time-weighted mean.
-    pub cwnd_area: f64,
-    pub rtt_samples: u64,
-    pub rtt_sum_ns: u64,
-}
-
-impl TcpSenderStats {
-    pub fn since(&self, e: &Self) -> Self {
-        Self {
-            segments_sent: self.segments_sent - e.segments_sent,
-            bytes_sent: self.bytes_sent - e.bytes_sent,
-            retransmits: self.retransmits - e.retransmits,
-            fast_retransmits: self.fast_retransmits - e.fast_retransmits,
-            timeouts: self.timeouts - e.timeouts,
-            acks_received: self.acks_received - e.acks_received,
-            cwnd_area: self.cwnd_area - e.cwnd_area,
-            rtt_samples: self.rtt_samples - e.rtt_samples,
-            rtt_sum_ns: self.rtt_sum_ns - e.rtt_sum_ns,
-        }
+crate::counters! {
+    /// Cumulative counters of a sender.
+    pub struct TcpSenderStats {
+        /// Data segments sent, retransmissions included.
+        pub segments_sent: u64,
+        /// Payload bytes sent, retransmissions included.
+        pub bytes_sent: u64,
+        /// Segments sent again (fast, partial-ACK, SACK-driven or after a timeout).
+        pub retransmits: u64,
+        /// Fast-retransmit / recovery entries.
+        pub fast_retransmits: u64,
+        pub timeouts: u64,
+        pub acks_received: u64,
+        /// Integral of cwnd over time (bytes·ns), for a time-weighted mean.
+        pub cwnd_area: f64,
+        pub rtt_samples: u64,
+        pub rtt_sum_ns: u64,
     }
 }
+
 
 /// One congestion event, for traces and tests.
 #[derive(Clone, Debug, Serialize, PartialEq)]
