@@ -102,6 +102,10 @@ pub struct FlowSpec {
     /// Destination interface; `None` = the destination's first interface.
     pub dst_iface: Option<u32>,
     pub start_ns: u64,
+    /// The start is drawn uniformly from [start, start + jitter), from the
+    /// flow's own random stream (so replications differ).
+    #[serde(default)]
+    pub start_jitter_ns: u64,
     pub stop_ns: Option<u64>,
     #[serde(flatten)]
     pub kind: FlowKind,

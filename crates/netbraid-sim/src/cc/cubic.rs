@@ -27,6 +27,12 @@ pub struct Cubic {
     w_est: f64,
     /// cwnd in segments as a float, so that sub-segment growth accumulates.
     cwnd_seg: f64,
+    /// The next congestion-avoidance epoch follows a timeout: it starts with
+    /// K = 0 and W_max = cwnd at its start (RFC 9438 §4.8).
+    after_timeout: bool,
+    /// When the flow stopped being cwnd-limited: that time is not counted in
+    /// t (RFC 9438 §4.2), so the epoch start moves forward by it.
+    limited_since: Option<Time>,
 }
 
 impl Cubic {
@@ -41,6 +47,8 @@ impl Cubic {
             k: 0.0,
             w_est: w,
             cwnd_seg: w,
+            after_timeout: false,
+            limited_since: None,
             cfg,
         }
     }
@@ -67,7 +75,13 @@ impl Cubic {
 impl CongestionControl for Cubic {
     fn on_ack(&mut self, ack: &AckEvent) {
         if !ack.cwnd_limited {
+            self.limited_since.get_or_insert(ack.now);
             return;
+        }
+        if let Some(since) = self.limited_since.take() {
+            if let Some(e) = &mut self.epoch_start {
+                *e += ack.now - since;
+            }
         }
         if self.cwnd < self.ssthresh {
             let w = self.cwnd + slow_start_increase(&self.cfg, ack.newly_acked);
@@ -77,11 +91,13 @@ impl CongestionControl for Cubic {
         let mss = self.cfg.mss as f64;
         let cwnd = self.cwnd_seg;
         let epoch = *self.epoch_start.get_or_insert_with(|| {
-            // New epoch: K from the distance to w_max (0 if already above it).
-            self.k = if self.w_max > cwnd { ((self.w_max - cwnd) / C).cbrt() } else { 0.0 };
-            if self.w_max < cwnd {
+            // New epoch: K from the distance to w_max (0 if already above it,
+            // or right after a timeout, where w_max restarts at cwnd).
+            if self.after_timeout || self.w_max < cwnd {
                 self.w_max = cwnd;
             }
+            self.after_timeout = false;
+            self.k = if self.w_max > cwnd { ((self.w_max - cwnd) / C).cbrt() } else { 0.0 };
             self.w_est = cwnd;
             ack.now
         });
@@ -101,8 +117,12 @@ impl CongestionControl for Cubic {
 
     fn on_congestion_event(&mut self, _now: Time, flight_size: u64) {
         self.reduce(flight_size);
-        self.set_cwnd_segments(self.ssthresh as f64 / self.cfg.mss as f64);
+        // Exactly ssthresh (no float truncation below it, which would put
+        // the next ACK in slow start).
+        self.cwnd = self.ssthresh;
+        self.cwnd_seg = self.ssthresh as f64 / self.cfg.mss as f64;
         self.w_est = self.cwnd_seg;
+        self.limited_since = None;
     }
 
     fn on_timeout(&mut self, _now: Time, flight_size: u64, first: bool) {
@@ -110,6 +130,8 @@ impl CongestionControl for Cubic {
             self.reduce(flight_size);
         }
         self.epoch_start = None;
+        self.after_timeout = true;
+        self.limited_since = None;
         self.set_cwnd_segments(1.0);
     }
 
@@ -168,6 +190,59 @@ mod tests {
         }
         let t = reached.expect("never regained w_max");
         assert!((t - k).abs() / k < 0.05, "regained at {t} s, K = {k} s");
+    }
+
+    /// RFC 9438 §4.8: after a timeout, the first congestion-avoidance epoch
+    /// starts with K = 0 and W_max = cwnd at its start, not the pre-timeout window.
+    #[test]
+    fn epoch_after_timeout_starts_from_the_current_window() {
+        let mut c = cubic();
+        c.set_cwnd_segments(1000.0);
+        c.on_timeout(0, 1000 * MSS, true); // ssthresh = 700 segments, cwnd = 1
+        c.set_cwnd_segments(700.0); // as if slow start had reached ssthresh
+        c.cwnd = c.ssthresh;
+        c.on_ack(&AckEvent { now: SECOND, newly_acked: MSS, srtt: Some(100 * MILLISECOND), cwnd_limited: true });
+        assert_eq!(c.k, 0.0);
+        assert!((c.w_max - 700.0).abs() < 1.0, "w_max {}", c.w_max);
+    }
+
+    /// RFC 9438 §4.2: time while not cwnd-limited does not count in t.
+    #[test]
+    fn time_not_cwnd_limited_is_not_counted() {
+        let drive = |pause: bool| {
+            let mut c = cubic();
+            c.set_cwnd_segments(100.0);
+            c.on_congestion_event(0, 100 * MSS);
+            let rtt = 100 * MILLISECOND;
+            let ack = |c: &mut Cubic, now, limited| {
+                c.on_ack(&AckEvent { now, newly_acked: MSS, srtt: Some(rtt), cwnd_limited: limited })
+            };
+            ack(&mut c, MILLISECOND, true); // epoch starts
+            if pause {
+                ack(&mut c, 2 * MILLISECOND, false);
+                ack(&mut c, 20 * SECOND, false); // 20 s application-limited
+            }
+            // one round trip of cwnd-limited ACKs
+            for _ in 0..c.window() / MSS {
+                ack(&mut c, 20 * SECOND + MILLISECOND, true);
+            }
+            c.window() / MSS
+        };
+        // After an application-limited pause the epoch resumes near its start
+        // (window ≈ 70); counting the pause would put it 20 s along the curve,
+        // growing ×1.5 per round trip.
+        assert!(drive(true) < 75, "{}", drive(true));
+        assert!(drive(false) > 95, "{}", drive(false));
+    }
+
+    #[test]
+    fn reduction_sets_cwnd_exactly_to_ssthresh() {
+        for w in 40..200 {
+            let mut c = cubic();
+            c.set_cwnd_segments(w as f64);
+            c.on_congestion_event(0, w * 1460);
+            assert_eq!(c.window(), c.ssthresh());
+        }
     }
 
     #[test]

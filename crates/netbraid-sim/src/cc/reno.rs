@@ -12,11 +12,14 @@ pub struct Reno {
     cwnd: u64,
     /// Slow-start threshold, bytes.
     ssthresh: u64,
+    /// Remainder of MSS²/cwnd increments not yet added (bytes × cwnd), so
+    /// that growth is exactly one MSS per window of ACKs at any window size.
+    ca_credit: u64,
 }
 
 impl Reno {
     pub fn new(cfg: CcConfig) -> Self {
-        Self { cwnd: cfg.initial_window, ssthresh: cfg.initial_ssthresh, cfg }
+        Self { cwnd: cfg.initial_window, ssthresh: cfg.initial_ssthresh, ca_credit: 0, cfg }
     }
 }
 
@@ -28,7 +31,10 @@ impl CongestionControl for Reno {
         if self.cwnd < self.ssthresh {
             self.cwnd += slow_start_increase(&self.cfg, ack.newly_acked);
         } else {
-            self.cwnd += (self.cfg.mss * self.cfg.mss / self.cwnd).max(1);
+            self.ca_credit += self.cfg.mss * self.cfg.mss;
+            let grow = self.ca_credit / self.cwnd;
+            self.ca_credit %= self.cwnd;
+            self.cwnd += grow;
         }
     }
 
@@ -96,6 +102,21 @@ mod tests {
         // 20 increments of MSS²/cwnd with cwnd slowly rising: just under +1 MSS.
         let grown = r.window() - 20 * MSS;
         assert!((950..=1000).contains(&grown), "{grown}");
+    }
+
+    /// RFC 5681 §3.1: at most (and, ACK per segment, about) one MSS per RTT,
+    /// at any window size — no integer truncation of MSS²/cwnd.
+    #[test]
+    fn one_mss_per_window_even_for_large_windows() {
+        for w in [100, 1000, 8000] {
+            let mut r = reno();
+            r.on_congestion_event(0, 2 * w * MSS); // cwnd = w segments
+            for _ in 0..w {
+                r.on_ack(&ack(MSS));
+            }
+            let grown = (r.window() - w * MSS) as f64 / MSS as f64;
+            assert!((0.99..=1.0).contains(&grown), "window {w}: grew {grown} MSS");
+        }
     }
 
     #[test]

@@ -147,6 +147,15 @@ impl Simulation {
                         None => format!("{path}: routing loop (check the static routes)"),
                     })?;
             }
+            let start = if f.start_jitter_ns > 0 {
+                let mut rng = RandomStream::new(scn.seed, &format!("start:{}", f.name));
+                f.start_ns + (rng.uniform() * f.start_jitter_ns as f64) as u64
+            } else {
+                f.start_ns
+            };
+            if f.stop_ns.is_some_and(|stop| stop <= start) {
+                return Err(format!("{path}.stop: must be after the start"));
+            }
             let (sender_role, receiver_role) = match &f.kind {
                 FlowKind::Tcp { tcp, .. } => {
                     if tcp.mss == 0 {
@@ -155,6 +164,9 @@ impl Simulation {
                     if tcp.dupthresh == 0 {
                         return Err(format!("{path}.dupthresh: must be positive"));
                     }
+                    if tcp.rcvbuf < tcp.mss as u64 || tcp.sndbuf < tcp.mss as u64 {
+                        return Err(format!("{path}: socket buffers must hold at least one segment (mss {} B)", tcp.mss));
+                    }
                     (Role::TcpSender(TcpSender::new(tcp.clone())), Role::TcpReceiver(TcpReceiver::new(tcp)))
                 }
                 FlowKind::Cbr { rate_bps, packet_bytes } => {
@@ -162,7 +174,7 @@ impl Simulation {
                         return Err(format!("{path}: rate and packet size must be positive"));
                     }
                     let stop = f.stop_ns.unwrap_or(u64::MAX);
-                    (Role::Cbr(CbrSource::new(*rate_bps, *packet_bytes, f.start_ns, stop)), Role::UdpSink(UdpSink::default()))
+                    (Role::Cbr(CbrSource::new(*rate_bps, *packet_bytes, start, stop)), Role::UdpSink(UdpSink::default()))
                 }
             };
             let (s, r) = (endpoints.len() as u32, endpoints.len() as u32 + 1);
@@ -189,9 +201,6 @@ impl Simulation {
                 FlowKind::Tcp { bytes, .. } => *bytes,
                 FlowKind::Cbr { .. } => None,
             };
-            if f.stop_ns.is_some_and(|stop| stop <= f.start_ns) {
-                return Err(format!("{path}.stop: must be after the start"));
-            }
             flows.push(Flow {
                 name: f.name.clone(),
                 src: f.src,
@@ -199,7 +208,7 @@ impl Simulation {
                 sender: s,
                 receiver: r,
                 bytes,
-                start: f.start_ns,
+                start,
                 stop: f.stop_ns,
                 acct: FlowAccounting::default(),
             });

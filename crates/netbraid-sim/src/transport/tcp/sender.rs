@@ -79,6 +79,9 @@ pub struct TcpSender {
     sacked: RangeSet,
     /// One past the highest byte retransmitted in this recovery (RFC 6675 HighRxt).
     high_rxt: u64,
+    /// RFC 6675 RescueRxt: one rescue retransmission per recovery when
+    /// snd_una passes it, so a loss at the tail needs no timeout.
+    rescue_rxt: u64,
     /// Segment being timed: (end sequence, send time). Cleared by any
     /// retransmission that covers it (Karn).
     timed: Option<(u64, Time)>,
@@ -123,6 +126,7 @@ impl TcpSender {
             partial_acks: 0,
             sacked: RangeSet::default(),
             high_rxt: 0,
+            rescue_rxt: 0,
             timed: None,
             rto_deadline: None,
             last_timeout_una: None,
@@ -213,6 +217,9 @@ impl TcpSender {
         self.account_cwnd(now);
         self.stats.acks_received += 1;
         let ack = seg.ack.min(self.snd_max);
+        if ack < self.snd_una {
+            return; // older than what we know (reordered): neither its window nor its SACKs are current
+        }
         let flight_before = self.snd_max - self.snd_una;
         self.rwnd = seg.wnd as u64;
 
@@ -228,6 +235,13 @@ impl TcpSender {
 
         if ack > self.snd_una {
             self.on_new_ack(now, ack, flight_before, out);
+            // RFC 6675 §5 (4b): loss may be evident from SACK information on
+            // a cumulative ACK too.
+            if self.cfg.recovery == Recovery::Sack && !self.in_recovery && self.snd_una < self.snd_max
+                && self.is_lost(self.snd_una)
+            {
+                self.enter_recovery(now, out);
+            }
         } else if ack == self.snd_una && self.snd_max > self.snd_una {
             // RFC 5681 dupack (our ACKs carry no data and the window never
             // shrinks); with SACK, RFC 6675: an ACK that SACKs new data.
@@ -345,14 +359,24 @@ impl TcpSender {
     // ---- loss recovery ---------------------------------------------------
 
     fn enter_recovery(&mut self, now: Time, out: &mut Vec<Transmit>) {
-        // One reduction per window of data (RFC 6582 / RFC 6675 RecoveryPoint).
-        if self.recover.is_some_and(|r| self.snd_una <= r) {
+        // One reduction per window of data. NewReno (RFC 6582 §3.2 step 2):
+        // only if the ACK covers *more* than `recover`. SACK (RFC 6675 §5.1)
+        // and Reno: once snd_una has reached it. For Reno `recover` is set
+        // only by a timeout, so dupacks for data sent before it are ignored.
+        let blocked = match (self.recover, self.cfg.recovery) {
+            (None, _) => false,
+            (Some(r), Recovery::NewReno) => self.snd_una <= r,
+            (Some(r), Recovery::Reno | Recovery::Sack) => self.snd_una < r,
+        };
+        if blocked {
             return;
         }
         let cwnd_before = self.cwnd();
         let flight = self.snd_max - self.snd_una - self.limited_transmit_bytes;
         self.cc.on_congestion_event(now, flight);
-        self.recover = Some(self.snd_max);
+        if self.cfg.recovery != Recovery::Reno {
+            self.recover = Some(self.snd_max);
+        }
         self.in_recovery = true;
         self.partial_acks = 0;
         self.stats.fast_retransmits += 1;
@@ -366,7 +390,8 @@ impl TcpSender {
                 self.snd_nxt = self.snd_max;
             }
         }
-        self.retransmit(now, self.snd_una, out);
+        let len = self.retransmit(now, self.snd_una, out);
+        self.rescue_rxt = self.snd_una + len;
         self.record(now, "fast_retransmit", flight, cwnd_before);
     }
 
@@ -405,8 +430,9 @@ impl TcpSender {
         pipe
     }
 
-    /// RFC 6675 NextSeg: what to send next during SACK recovery.
-    fn next_segment(&self) -> Option<u64> {
+    /// RFC 6675 NextSeg: what to send next during SACK recovery, and whether
+    /// it is the rescue retransmission (rule 4).
+    fn next_segment(&self) -> Option<(u64, bool)> {
         let highest = self.sacked.highest().unwrap_or(0);
         let from = self.high_rxt.max(self.snd_una);
         let unsacked_below_highest = || {
@@ -424,14 +450,30 @@ impl TcpSender {
         };
         // (1) the first lost, not yet retransmitted segment
         if let Some(s) = unsacked_below_highest().find(|&s| self.is_lost(s)) {
-            return Some(s);
+            return Some((s, false));
         }
         // (2) new data
         if self.new_segment_len().is_some() {
-            return Some(self.snd_max);
+            return Some((self.snd_max, false));
         }
         // (3) any unSACKed segment below the highest SACK
-        unsacked_below_highest().next()
+        if let Some(s) = unsacked_below_highest().next() {
+            return Some((s, false));
+        }
+        // (4) rescue: once per recovery, the highest unSACKed segment
+        // (RFC: HighACK > RescueRxt, inclusive; rescue_rxt is an exclusive end)
+        if self.snd_una >= self.rescue_rxt {
+            let mut seq = self.snd_una;
+            let mut last = None;
+            while seq < self.snd_max {
+                if !self.sacked.is_sacked(seq) {
+                    last = Some(seq);
+                }
+                seq += self.segment_len(seq);
+            }
+            return last.map(|s| (s, true));
+        }
+        None
     }
 
     // ---- transmission ----------------------------------------------------
@@ -463,9 +505,16 @@ impl TcpSender {
         if self.in_recovery && self.cfg.recovery == Recovery::Sack {
             let mut pipe = self.pipe();
             while self.cwnd() >= pipe + self.mss {
-                let Some(seq) = self.next_segment() else { break };
+                let Some((seq, rescue)) = self.next_segment() else { break };
                 pipe += if seq >= self.snd_max {
                     self.send_new(now, out)
+                } else if rescue {
+                    // HighRxt is not moved by the rescue (RFC 6675 §4 rule 4).
+                    self.rescue_rxt = self.recover.unwrap_or(self.snd_max);
+                    let high_rxt = self.high_rxt;
+                    let len = self.retransmit(now, seq, out);
+                    self.high_rxt = high_rxt;
+                    len
                 } else {
                     self.retransmit(now, seq, out)
                 };

@@ -134,3 +134,60 @@ fn third_dupack_fast_retransmits_once() {
     assert!(seqs(&out).iter().all(|&q| q != 4 * MSS));
     assert_eq!(s.stats().fast_retransmits, 1);
 }
+
+fn sack_ack(s: &mut TcpSender, now: Time, ack: u64, blocks: &[(u64, u64)], out: &mut Vec<Transmit>) {
+    let mut seg = TcpSegment { ack, wnd: 1 << 30, flags: tcp_flags::ACK, ..Default::default() };
+    for &b in blocks {
+        seg.sack.push(b);
+    }
+    s.on_segment(now, &seg, out);
+}
+
+/// RFC 6675 NextSeg rule 4: with the last segment of a transfer lost and no
+/// new data to send, one rescue retransmission repairs it without a timeout.
+#[test]
+fn sack_rescue_retransmits_the_tail() {
+    let mut s = TcpSender::new(TcpConfig {
+        mss: MSS as u32,
+        initial_window: 10,
+        recovery: Recovery::Sack,
+        limited_transmit: false,
+        ..TcpConfig::default()
+    });
+    let mut out = Vec::new();
+    s.write(0, Some(10 * MSS), &mut out); // segments 0..9, all of the transfer
+    out.clear();
+    let t = 100 * MILLISECOND;
+    // Segments 2 and 9 are lost; the receiver SACKs 3..9 as they arrive.
+    ack(&mut s, t, 2 * MSS, &mut out);
+    for k in 4..=6 {
+        sack_ack(&mut s, t, 2 * MSS, &[(3 * MSS, k * MSS)], &mut out);
+    }
+    assert!(s.in_recovery());
+    assert_eq!(seqs(&out), vec![2 * MSS]); // the first hole
+    out.clear();
+    for k in 7..=9 {
+        sack_ack(&mut s, t, 2 * MSS, &[(3 * MSS, k * MSS)], &mut out);
+    }
+    // The retransmission of segment 2 arrives: cumulative ACK to 9000, the tail is missing.
+    out.clear();
+    ack(&mut s, t + 100 * MILLISECOND, 9 * MSS, &mut out);
+    assert_eq!(seqs(&out), vec![9 * MSS], "rescue retransmission of the tail");
+    assert_eq!(s.stats().timeouts, 0);
+}
+
+/// A reordered, older ACK carries a stale window and SACK view: ignored.
+#[test]
+fn stale_acks_are_ignored() {
+    let mut s = sender();
+    let mut out = Vec::new();
+    s.write(0, None, &mut out);
+    ack(&mut s, 100 * MILLISECOND, 2000, &mut out);
+    let before = s.flight_size();
+    let seg = TcpSegment { ack: 1000, wnd: 0, flags: tcp_flags::ACK, ..Default::default() };
+    s.on_segment(110 * MILLISECOND, &seg, &mut out);
+    assert_eq!(s.flight_size(), before);
+    out.clear();
+    ack(&mut s, 120 * MILLISECOND, 3000, &mut out);
+    assert!(!out.is_empty(), "a zero window from a stale ACK must not stop the sender");
+}
