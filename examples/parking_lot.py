@@ -22,7 +22,7 @@ for i in range(hops):
     s.add_link(f"r{i + 1}", f"x{i}_dst", rate="100Mbps", delay="1ms")
     s.add_flow(f"cross{i}", f"x{i}_src", f"x{i}_dst")
 
-result = nb.run(s)
+result = nb.simulate(s)
 for f in result["flows"]:
     print(f"{f['name']:>8}: goodput {f['goodput_bps'] / 1e6:6.2f} Mb/s, RTT {1e3 * f['rtt_mean_s']:5.1f} ms, "
           f"loss {100 * f['loss_rate']:.2f} %")

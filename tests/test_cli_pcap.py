@@ -64,7 +64,7 @@ def test_python_api_builds_the_same_scenario_as_toml():
     s.add_link("src", "r1", rate="100Mbps", delay="2ms", queue="1000p")
     s.add_link("r1", "r2", rate="10Mbps", delay="5ms", queue="100p")
     s.add_link("r2", "dst", rate="100Mbps", delay="2ms", queue="1000p")
-    s.add_flow("bulk", "src", "dst", start="0.1s", start_step="10ms")
+    s.add_flow("bulk", "src", "dst", start="0.1s", start_step="10ms", start_jitter="100ms")
     s.measure = nb.Measure(start="10s")
     assert nb.resolve(s) == nb.resolve(nb.load_scenario(DUMBBELL))
 
@@ -99,8 +99,23 @@ def test_tcp_stop_ends_the_transfer():
     s.add_host("a").add_host("b")
     s.add_link("a", "b", rate="10Mbps", delay="10ms")
     s.add_flow("f", "a", "b", stop="2s")
-    f = nb.run(s)["flows"][0]
+    f = nb.simulate(s)["flows"][0]
     # No data after 2 s (+ the last round trip): goodput over the 10 s is at
     # most 2.1 s worth of the link, and the transfer is reported complete.
     assert f["goodput_bps"] * 10 <= 10e6 * 2.1
     assert 2.0 <= f["completion_time_s"] <= 2.5
+
+
+def test_json_output_is_identical_for_the_same_seed():
+    def doc(seed):
+        r = netbraid("run", str(ROOT / "examples" / "lossy_path.toml"), "--json", "--seed", str(seed),
+                     "--set", "duration=60s")
+        assert r.returncode == 0, r.stderr
+        d = json.loads(r.stdout)
+        d.pop("wall_s")
+        return d
+
+    first, again, other = doc(11), doc(11), doc(12)
+    assert first == again
+    loss = lambda d: [(l["name"], l["loss_drops"]) for l in d["links"]]
+    assert loss(first) != loss(other)

@@ -19,7 +19,7 @@ def lossy_mix(seed: int = 1) -> nb.Scenario:
 
 
 def test_bytes_sent_equal_delivered_plus_dropped_plus_in_flight():
-    r = nb.run(lossy_mix())
+    r = nb.simulate(lossy_mix())
     total_dropped = total_in_flight = 0
     for f in r["flows"]:
         a = f["accounting"]
@@ -38,11 +38,11 @@ def _strip_wall(result: dict) -> str:
 
 
 def test_same_seed_gives_identical_results():
-    assert _strip_wall(nb.run(lossy_mix(seed=7))) == _strip_wall(nb.run(lossy_mix(seed=7)))
+    assert _strip_wall(nb.simulate(lossy_mix(seed=7))) == _strip_wall(nb.simulate(lossy_mix(seed=7)))
 
 
 def test_other_seed_gives_another_loss_pattern():
-    a, b = nb.run(lossy_mix(seed=7)), nb.run(lossy_mix(seed=8))
+    a, b = nb.simulate(lossy_mix(seed=7)), nb.simulate(lossy_mix(seed=8))
     lost = lambda r: [(l["name"], l["loss_drops"]) for l in r["links"]]
     assert lost(a) != lost(b)
 
@@ -64,5 +64,5 @@ def test_adding_a_flow_leaves_other_random_streams_alone():
             s.add_flow("g", "c", "e")
         return s
 
-    one, two = nb.run(scenario(False)), nb.run(scenario(True))
+    one, two = nb.simulate(scenario(False)), nb.simulate(scenario(True))
     assert one["flows"][0] == two["flows"][0]

@@ -14,7 +14,7 @@ def run_with_drops(recovery: str, drops: list[int], **extra):
     # Slow start without a ceiling: by packet 200 the window is ~100 segments.
     s = single_path(data_loss={"model": "list", "indices": drops}, duration="20s", measure_start="0s",
                     recovery=recovery, log_congestion=True, delayed_ack=False, rto_min="1s", **extra)
-    return nb.run(s)["flows"][0]
+    return nb.simulate(s)["flows"][0]
 
 
 @pytest.mark.parametrize("recovery", ["reno", "newreno", "sack"])

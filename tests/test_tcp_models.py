@@ -8,7 +8,7 @@ from conftest import dumbbell, link, mathis_bps, padhye_bps, single_path
 
 def test_window_limited_flow_gets_window_over_rtt():
     # 64 KiB window, 100 ms RTT, 100 Mb/s: W < BDP, so goodput = W/RTT = 5.24 Mb/s.
-    r = nb.run(single_path(window="64KB"))
+    r = nb.simulate(single_path(window="64KB"))
     expected = 65536 * 8 / 0.1
     assert r["flows"][0]["goodput_bps"] == pytest.approx(expected, rel=0.03)
 
@@ -16,7 +16,7 @@ def test_window_limited_flow_gets_window_over_rtt():
 @pytest.mark.parametrize("p", [0.001, 0.01])
 @pytest.mark.parametrize("delayed_ack,C,b", [(False, 1.22, 1), (True, 0.87, 2)])
 def test_sack_flow_follows_mathis(p, delayed_ack, C, b):
-    r = nb.run(single_path(data_loss=p, duration="600s", recovery="sack", delayed_ack=delayed_ack))
+    r = nb.simulate(single_path(data_loss=p, duration="600s", recovery="sack", delayed_ack=delayed_ack))
     f = r["flows"][0]
     assert f["loss_rate"] == pytest.approx(p, rel=0.15)  # the loss model did what was asked
     assert f["goodput_bps"] == pytest.approx(mathis_bps(p, C), rel=0.20)
@@ -25,7 +25,7 @@ def test_sack_flow_follows_mathis(p, delayed_ack, C, b):
 @pytest.mark.parametrize("p", [0.001, 0.01])
 def test_sack_flow_follows_padhye(p):
     # PFTK with T0 = the RTO the flow runs with (200 ms floor, as Linux).
-    r = nb.run(single_path(data_loss=p, duration="600s", recovery="sack", delayed_ack=True, rto_min="200ms"))
+    r = nb.simulate(single_path(data_loss=p, duration="600s", recovery="sack", delayed_ack=True, rto_min="200ms"))
     f = r["flows"][0]
     assert f["goodput_bps"] == pytest.approx(padhye_bps(p, b=2, rto_s=f["rto_s"]), rel=0.20)
 
@@ -35,7 +35,7 @@ def test_reno_utilisation_with_buffer_fraction_of_bdp(x):
     # One long Reno flow, drop-tail buffer B = x·BDP: U = 3(1+x)^2 / (4(1+x+x^2)).
     bdp_pkts = 10e6 * 0.1 / 8 / 1500
     s = dumbbell(1, buffer_pkts=round(x * bdp_pkts), duration="600s", cc="reno", delayed_ack=False)
-    r = nb.run(s)
+    r = nb.simulate(s)
     model = 3 * (1 + x) ** 2 / (4 * (1 + x + x * x))
     assert link(r, "r1->r2")["utilisation"] == pytest.approx(model, rel=0.05)
 
@@ -43,7 +43,7 @@ def test_reno_utilisation_with_buffer_fraction_of_bdp(x):
 @pytest.mark.parametrize("n", [4, 10])
 def test_flows_share_a_bdp_buffer_fairly(n):
     bdp_pkts = round(10e6 * 0.1 / 8 / 1500)
-    r = nb.run(dumbbell(n, buffer_pkts=bdp_pkts, start_step="50ms"))
+    r = nb.simulate(dumbbell(n, buffer_pkts=bdp_pkts, start_step="50ms"))
     goodputs = [f["goodput_bps"] for f in r["flows"]]
     assert nb.jain_fairness(goodputs) >= 0.95
     assert link(r, "r1->r2")["utilisation"] >= 0.95
@@ -62,7 +62,7 @@ def test_cubic_matches_reno_at_short_rtt(p):
     for cc in ("reno", "cubic"):
         s = single_path(rtt_ms=10, rate="1Gbps", data_loss=periodic, duration="120s", measure_start="10s",
                         cc=cc, delayed_ack=False)
-        runs[cc] = nb.run(s)["flows"][0]["goodput_bps"]
+        runs[cc] = nb.simulate(s)["flows"][0]["goodput_bps"]
     assert runs["cubic"] == pytest.approx(runs["reno"], rel=0.15)
 
 
@@ -72,5 +72,5 @@ def test_cubic_beats_reno_at_long_rtt_and_low_loss():
     runs = {}
     for cc in ("reno", "cubic"):
         s = single_path(rtt_ms=100, rate="10Gbps", data_loss=1e-5, duration="300s", measure_start="30s", cc=cc)
-        runs[cc] = nb.run(s)["flows"][0]["goodput_bps"]
+        runs[cc] = nb.simulate(s)["flows"][0]["goodput_bps"]
     assert runs["cubic"] > 1.5 * runs["reno"]

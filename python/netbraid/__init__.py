@@ -2,14 +2,23 @@
 the paths you describe, on a fast simulator or real stacks."""
 
 from ._sim import __version__
-from .api import jain_fairness, run, run_resolved
+from .api import jain_fairness, run, run_resolved, simulate, sweep
 from .errors import ScenarioError
 from .resolve import resolve
 from .scenario_io import load_scenario
-from .schema import Flow, Host, Link, Measure, Route, Router, Scenario, TcpOptions
+from .experiment import ExperimentError
+from .schema import Flow, Host, Link, Measure, Route, Router, Scenario, Sweep, TcpOptions
+from . import stats
+from .stats import mean_ci, summarize
 
 __all__ = [
     "__version__",
+    "ExperimentError",
+    "Sweep",
+    "mean_ci",
+    "simulate",
+    "summarize",
+    "sweep",
     "Flow",
     "Host",
     "Link",

@@ -28,18 +28,111 @@ def run_resolved(resolved: dict[str, Any]) -> dict[str, Any]:
     return json.loads(out)
 
 
-def run(
+def simulate(
     scenario: Scenario | str | Path,
     *,
     seed: int | None = None,
     overrides: list[str] | None = None,
     pcap: list[tuple[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """Run one scenario once on the simulator and return its results: a dict
-    with ``flows`` (per-flow metrics), ``links``, ``events``, ``wall_s`` and,
-    if the scenario asks for it (``measure.interval``), ``series``."""
+    """Run one scenario once on the simulator and return its raw results: a
+    dict with ``flows`` (per-flow metrics), ``links``, ``events``, ``wall_s``
+    and, if the scenario asks for it (``measure.interval``), ``series``."""
     s = as_scenario(scenario, overrides)
     return run_resolved(resolve(s, seed=seed, pcap=pcap))
+
+
+def run(
+    scenario: Scenario | str | Path,
+    *,
+    reps: int = 1,
+    seed: int | None = None,
+    overrides: list[str] | None = None,
+    workers: int | None = None,
+    until: float | None = None,
+    max_reps: int = 100,
+    metric: str = "goodput_bps",
+) -> "pd.DataFrame":
+    """Run replications of one scenario; one row per replication × flow.
+
+    With ``until`` (e.g. 0.05), replications are added in batches until the
+    95 % interval of ``metric`` is within ±until × mean for every flow, or
+    ``max_reps`` is reached (sequential mode). Replication r uses seed
+    (seed or the scenario's) + r. Time series, if sampled, are in
+    ``df.attrs["series"]``."""
+    import pandas as pd
+
+    from .experiment import execute, make_plan
+    from .stats import relative_half_width
+
+    s = as_scenario(scenario, overrides)
+    if until is None:
+        runs, series = execute(make_plan(s, reps=reps, seed=seed), workers=workers)
+    else:
+        if not until > 0:
+            raise ScenarioError(f"until: {until} is not allowed (a positive fraction of the mean, e.g. 0.05)")
+        batch = max(3, reps)
+        tables, series_parts, done = [], [], 0
+        while True:
+            n = min(batch, max_reps - done)
+            runs, series = execute(make_plan(s, reps=n, seed=seed, first_rep=done), workers=workers)
+            tables.append(runs)
+            series_parts.append(series)
+            done += n
+            runs = pd.concat(tables, ignore_index=True)
+            widths = runs.groupby("flow", sort=False)[metric].agg(lambda v: relative_half_width(v.tolist()))
+            if done >= max_reps or (widths <= until).all():
+                break
+            batch = workers or 2
+        series = pd.concat(series_parts, ignore_index=True)
+    runs.attrs["series"] = series
+    return runs
+
+
+def sweep(
+    scenario: Scenario | str | Path,
+    grid: dict[str, list[Any]] | None = None,
+    zip: dict[str, list[Any]] | None = None,
+    *,
+    reps: int | None = None,
+    seed: int | None = None,
+    overrides: list[str] | None = None,
+    out: str | Path | None = None,
+    resume: bool = False,
+    workers: int | None = None,
+    dask: Any = None,
+    progress: bool = False,
+) -> "pd.DataFrame":
+    """Run a sweep: the Cartesian product of ``grid`` axes (path → values),
+    crossed with the ``zip`` axes taken together, each point ``reps`` times.
+    Axes and reps declared in the scenario's ``[sweep]`` come first. With
+    ``out``, results are written there as runs finish and ``resume=True``
+    continues an interrupted sweep. ``dask`` is a scheduler address or a
+    ``distributed.Client``. Returns one row per run × flow; time series in
+    ``df.attrs["series"]``."""
+    from .experiment import Axis, execute, make_plan
+
+    s = as_scenario(scenario, overrides)
+    grid_axes, zip_axes = sweep_axes(s, grid or {}, zip or {})
+    n = reps if reps is not None else (s.sweep.reps if s.sweep and s.sweep.reps else 1)
+    plan = make_plan(s, grid_axes, zip_axes, reps=n, seed=seed)
+    runs, series = execute(plan, Path(out) if out is not None else None, resume=resume, workers=workers,
+                           dask=dask, progress=progress)
+    runs.attrs["series"] = series
+    return runs
+
+
+def sweep_axes(s: Scenario, grid: dict[str, list[Any]], zip: dict[str, list[Any]]):
+    """The scenario's declared axes, then these (a path given again replaces the declared one)."""
+    from .experiment import Axis
+
+    declared_grid = dict(s.sweep.grid) if s.sweep else {}
+    declared_zip = dict(s.sweep.zip) if s.sweep else {}
+    declared_grid.update(grid)
+    declared_zip.update(zip)
+    for path in set(declared_grid) & set(declared_zip):
+        raise ScenarioError(f"the axis {path!r} is both a grid axis and a zip axis")
+    return ([Axis(p, tuple(v)) for p, v in declared_grid.items()], [Axis(p, tuple(v)) for p, v in declared_zip.items()])
 
 
 def jain_fairness(values: list[float]) -> float:

@@ -11,8 +11,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .api import jain_fairness, run_resolved
+from .api import jain_fairness, run_resolved, sweep_axes
 from .errors import ScenarioError
+from .experiment import ExperimentError, execute, make_plan, parse_axis
+from .stats import mean_ci, relative_half_width
 from .resolve import resolve
 from .results_dir import write_run
 from .scenario_io import load_scenario
@@ -45,12 +47,27 @@ def run(
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document instead of tables."),
     pcap: list[str] = typer.Option([], help="Capture a link direction, written FROM->TO (quote it), as pcap (repeatable)."),
     backend: str = typer.Option("sim", help="Backend: sim (the simulator)."),
+    reps: int = typer.Option(1, help="Replications (seeds SEED, SEED+1, …); metrics become mean and 95 % interval."),
+    until: Optional[float] = typer.Option(None, help="Sequential mode: add replications until every flow's goodput interval is within ±UNTIL × mean (e.g. 0.05)."),
+    max_reps: int = typer.Option(100, help="Most replications in sequential mode."),
+    workers: Optional[int] = typer.Option(None, help="Parallel runs (default: every core)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Run one scenario and print per-flow results."""
     if backend != "sim":
         fail(ScenarioError(f"--backend: {backend!r} is not available yet (allowed: sim)"))
     if seed is not None and not 0 <= seed < 2**64:
         fail(ScenarioError(f"--seed: {seed} is out of range (allowed: 0 to 2^64-1)"))
+    if reps < 1 or max_reps < 1:
+        fail(ScenarioError("--reps and --max-reps: at least 1"))
+    if workers is not None and workers < 1:
+        fail(ScenarioError(f"--workers: {workers} is not allowed (at least 1)"))
+    if until is not None and not until > 0:
+        fail(ScenarioError(f"--until: {until} is not allowed (a positive fraction of the mean, e.g. 0.05)"))
+    if reps > 1 or until is not None:
+        if pcap:
+            fail(ScenarioError("--pcap: captures one run; use it without --reps"))
+        return run_replications(scenario, set_, seed, out, json_out, reps, until, max_reps, workers, quiet)
     try:
         s = load_scenario(scenario, set_)
         pcap_dir = out if out is not None else Path(".")
@@ -73,6 +90,150 @@ def run(
         out_console.print(f"pcap written: {path}")
     if out is not None:
         out_console.print(f"results written to {out}/")
+
+
+def run_replications(scenario: Path, set_: list[str], seed: Optional[int], out: Optional[Path], json_out: bool,
+                     reps: int, until: Optional[float], max_reps: int, workers: Optional[int], quiet: bool) -> None:
+    try:
+        s = load_scenario(scenario, set_)
+        if until is None:
+            plan = make_plan(s, reps=reps, seed=seed)
+            runs, _ = execute(plan, out, workers=workers, progress=not quiet and not json_out)
+        else:
+            import pandas as pd
+
+            done, batch, tables = 0, max(3, reps), []
+            while True:
+                n = min(batch, max_reps - done)
+                plan = make_plan(s, reps=n, seed=seed, first_rep=done)
+                part, _ = execute(plan, workers=workers)
+                tables.append(part)
+                done += n
+                runs = pd.concat(tables, ignore_index=True)
+                widths = runs.groupby("flow", sort=False)["goodput_bps"].agg(lambda v: relative_half_width(v.tolist()))
+                if not quiet and not json_out:
+                    err_console.print(f"{done} replications: widest goodput interval ±{100 * widths.max():.1f} % of the mean")
+                if done >= max_reps or (widths <= until).all():
+                    break
+                batch = workers or 2
+            if out is not None:
+                out.mkdir(parents=True, exist_ok=True)
+                runs.to_parquet(out / "runs.parquet", index=False)
+                runs.to_csv(out / "runs.csv", index=False)
+    except (ScenarioError, ExperimentError) as e:
+        fail(e)
+        return
+    summary = replication_summary(runs)
+    if json_out:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+        return
+    print_replications(summary, s.name)
+    from .report import IDENTICAL_NOTE, identical_replications
+
+    if identical_replications(runs, []):
+        err_console.print(IDENTICAL_NOTE)
+    if out is not None:
+        out_console.print(f"results written to {out}/")
+
+
+REPORTED = ["throughput_bps", "goodput_bps", "loss_rate", "retransmits", "timeouts", "rtt_mean_s", "cwnd_mean_bytes"]
+
+
+def replication_summary(runs) -> dict[str, Any]:
+    """The --json document with --reps: each metric as {mean, ci95_low, ci95_high, n}."""
+    flows = []
+    for name, g in runs.groupby("flow", sort=False):
+        entry: dict[str, Any] = {"name": name, "kind": g["kind"].iloc[0], "src": g["src"].iloc[0], "dst": g["dst"].iloc[0]}
+        for m in REPORTED:
+            entry[m] = mean_ci(g[m].tolist())
+        flows.append(entry)
+    per_run = runs.drop_duplicates("run_id")
+    return {
+        "reps": int(per_run.shape[0]),
+        "seeds": sorted(int(x) for x in per_run["seed"]),
+        "flows": flows,
+        "events": mean_ci(per_run["events"].tolist()),
+        "wall_s": mean_ci(per_run["wall_s"].tolist()),
+    }
+
+
+def _pm(c: dict[str, float], scale: float = 1.0, digits: int = 3) -> str:
+    if c["n"] == 0 or c["mean"] != c["mean"]:
+        return "–"
+    if c["n"] < 2:
+        return f"{c['mean'] * scale:.{digits}g}"
+    return f"{c['mean'] * scale:.{digits}g} ± {(c['ci95_high'] - c['mean']) * scale:.2g}"
+
+
+def print_replications(summary: dict[str, Any], name: str) -> None:
+    t = Table(title=f"{name}: mean ± 95 % interval over {summary['reps']} replications")
+    for col in ("flow", "kind", "path", "goodput Mb/s", "throughput Mb/s", "loss %", "retx", "RTT ms"):
+        t.add_column(col, justify="left" if col in ("flow", "kind", "path") else "right")
+    for f in summary["flows"]:
+        t.add_row(f["name"], f["kind"], f"{f['src']} → {f['dst']}", _pm(f["goodput_bps"], 1e-6),
+                  _pm(f["throughput_bps"], 1e-6), _pm(f["loss_rate"], 100), _pm(f["retransmits"]),
+                  _pm(f["rtt_mean_s"], 1e3))
+    out_console.print(t)
+
+
+@app.command()
+def sweep(
+    scenario: Path = typer.Argument(..., help="Scenario file (TOML)."),
+    grid: list[str] = typer.Option([], help="An axis: PATH=v1,v2,… (repeatable; axes are crossed)."),
+    zip_: list[str] = typer.Option([], "--zip", help="A zipped axis: PATH=v1,v2,… (all --zip axes advance together)."),
+    reps: Optional[int] = typer.Option(None, help="Replications per point (default: the scenario's [sweep] reps, else 1)."),
+    out: Path = typer.Option(..., help="Results directory (written as runs finish)."),
+    resume: bool = typer.Option(False, help="Continue an interrupted sweep in --out."),
+    set_: list[str] = typer.Option([], "--set", help=SET_HELP),
+    seed: Optional[int] = typer.Option(None, help="Base seed (replication r uses SEED + r)."),
+    workers: Optional[int] = typer.Option(None, help="Parallel runs on this machine (default: every core)."),
+    dask: Optional[str] = typer.Option(None, help="Run on this Dask scheduler (e.g. tcp://10.0.0.1:8786) instead."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Run a scenario over a grid of parameter values, with replications."""
+    if workers is not None and workers < 1:
+        fail(ScenarioError(f"--workers: {workers} is not allowed (at least 1)"))
+    try:
+        s = load_scenario(scenario, set_)
+        g = {a.path: list(a.values) for a in (parse_axis(x, "--grid") for x in grid)}
+        z = {a.path: list(a.values) for a in (parse_axis(x, "--zip") for x in zip_)}
+        grid_axes, zip_axes = sweep_axes(s, g, z)
+        n = reps if reps is not None else (s.sweep.reps if s.sweep and s.sweep.reps else 1)
+        plan = make_plan(s, grid_axes, zip_axes, reps=n, seed=seed)
+        if not quiet:
+            err_console.print(f"{len(plan.points)} points × {n} replications = {len(plan.points) * n} runs → {out}/")
+        runs, _ = execute(plan, out, resume=resume, workers=workers, dask=dask, progress=not quiet)
+    except (ScenarioError, ExperimentError) as e:
+        fail(e)
+        return
+    except OSError as e:
+        fail(ExperimentError(f"{out}: {e.strerror or e}"))
+        return
+    from .report import IDENTICAL_NOTE, identical_replications, point_summary
+
+    table = point_summary(runs, plan.axes)
+    t = Table(title=f"{s.name}: {len(plan.points)} points × {n} replications (mean ± 95 % interval)")
+    for col in table.columns:
+        t.add_column(col, justify="right")
+    for row in table.itertuples(index=False):
+        t.add_row(*[str(v) for v in row])
+    out_console.print(t)
+    if identical_replications(runs, plan.axes):
+        err_console.print(IDENTICAL_NOTE)
+    out_console.print(f"results in {out}/ — tables and plots: netbraid report {out}")
+
+
+@app.command()
+def report(directory: Path = typer.Argument(..., help="A results directory from netbraid sweep (or run --reps --out).")) -> None:
+    """Summary tables (Markdown, CSV), plots (PNG, SVG) and an HTML page from a results directory."""
+    from .report import make_report
+
+    try:
+        out = make_report(directory)
+    except ExperimentError as e:
+        fail(e)
+        return
+    out_console.print(f"report written to {out}/ (open {out / 'report.html'})")
 
 
 @app.command("resolve")

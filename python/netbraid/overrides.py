@@ -22,37 +22,49 @@ def parse_value(raw: str) -> Any:
         return raw
 
 
-def _step(container: Any, key: str, assignment: str, create: bool) -> Any:
+def _step(container: Any, key: str, origin: str, create: bool) -> Any:
     if isinstance(container, list):
         if key.isdigit():
             idx = int(key)
             if idx >= len(container):
-                raise ScenarioError(f"--set {assignment}: index {idx} is out of range (the list has {len(container)} element(s))")
+                raise ScenarioError(f"{origin}: index {idx} is out of range (the list has {len(container)} element(s))")
             return idx
         names = [e.get("name") for e in container if isinstance(e, dict)]
         if key in names:
             return names.index(key)
         raise ScenarioError(
-            f"--set {assignment}: no element named '{key}' (have: {', '.join(map(str, names)) or 'none'}; or use a position, e.g. 0)"
+            f"{origin}: no element named '{key}' (have: {', '.join(map(str, names)) or 'none'}; or use a position, e.g. 0)"
         )
     if isinstance(container, dict):
         if key not in container and create:
             container[key] = {}
         return key
-    raise ScenarioError(f"--set {assignment}: '{key}' goes inside a value that is not a table or list")
+    raise ScenarioError(f"{origin}: '{key}' goes inside a value that is not a table or list")
+
+
+def split_assignment(assignment: str, option: str = "--set") -> tuple[str, str]:
+    """"PATH=VALUE" → (PATH, VALUE), with a clear error for anything else."""
+    if "=" not in assignment:
+        raise ScenarioError(f"{option} {assignment!r}: expected PATH=VALUE, e.g. {option} links.0.rate=20Mbps")
+    path, raw = assignment.split("=", 1)
+    path = path.strip()
+    if not path or any(not p for p in path.split(".")):
+        raise ScenarioError(f"{option} {assignment!r}: the path is empty or has an empty part")
+    return path, raw.strip()
+
+
+def set_path(data: dict[str, Any], path: str, value: Any, origin: str) -> None:
+    """Set the field at dotted `path`; `origin` names the option in errors."""
+    parts = path.split(".")
+    cur: Any = data
+    for part in parts[:-1]:
+        cur = cur[_step(cur, part, origin, create=True)]
+    cur[_step(cur, parts[-1], origin, create=False)] = value
 
 
 def apply_override(data: dict[str, Any], assignment: str) -> None:
-    if "=" not in assignment:
-        raise ScenarioError(f"--set {assignment!r}: expected PATH=VALUE, e.g. --set links.0.rate=20Mbps")
-    path, raw = assignment.split("=", 1)
-    parts = [p for p in path.strip().split(".")]
-    if not path.strip() or any(not p for p in parts):
-        raise ScenarioError(f"--set {assignment!r}: the path is empty or has an empty part")
-    cur: Any = data
-    for part in parts[:-1]:
-        cur = cur[_step(cur, part, assignment, create=True)]
-    cur[_step(cur, parts[-1], assignment, create=False)] = parse_value(raw.strip())
+    path, raw = split_assignment(assignment)
+    set_path(data, path, parse_value(raw), f"--set {assignment}")
 
 
 def apply_overrides(data: dict[str, Any], assignments: list[str]) -> dict[str, Any]:

@@ -95,6 +95,12 @@ def tcp_config(defaults: TcpOptions, flow: TcpOptions | None = None) -> dict[str
     if cfg["initial_window"] is None:
         cfg["initial_window"] = rfc5681_initial_window(cfg["mss"])
     cfg["cc"] = "reno" if cfg["cc"] == "newreno" else cfg["cc"]
+    for buf in ("rcvbuf", "sndbuf"):
+        if cfg[buf] < cfg["mss"]:
+            raise ScenarioError(
+                f"tcp.{buf} ({cfg[buf]} B, from window or {buf}) is smaller than one segment (mss {cfg['mss']} B); "
+                f"a sender could never send: allowed is at least the mss"
+            )
     if cfg["rto_min"] > cfg["rto_max"]:
         raise ScenarioError(f"tcp.rto_min ({cfg['rto_min'] / 1e9} s) is larger than tcp.rto_max ({cfg['rto_max'] / 1e9} s)")
     return cfg
@@ -191,6 +197,7 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                     "src_iface": iface(f"{where}.from_iface", a, f.from_iface),
                     "dst_iface": iface(f"{where}.to_iface", b, f.to_iface),
                     "start_ns": f.start + k * f.start_step,
+                    "start_jitter_ns": f.start_jitter,
                     "stop_ns": f.stop,
                 }
                 if f.kind == "tcp":

@@ -190,7 +190,8 @@ class Flow(TcpOptions):
     kind = "tcp": a bulk transfer (unlimited, or `bytes`), iperf-like.
     kind = "cbr": UDP at a constant `rate` of payload, `packet_size` bytes each.
     With groups, members pair up; `count` makes that many parallel flows per
-    pair; flow k starts at `start + k × start_step`.
+    pair; flow k starts at `start + k × start_step`, plus a random offset in
+    [0, start_jitter) drawn from the run's seed (so replications differ).
     """
 
     name: Name
@@ -202,6 +203,7 @@ class Flow(TcpOptions):
     count: Count = 1
     start: Time = 0
     start_step: Time = 0
+    start_jitter: Time = 0
     stop: Optional[Time] = None
     bytes: Optional[Size] = None
     rate: Optional[Rate] = None
@@ -248,6 +250,23 @@ class Measure(Strict):
         return v
 
 
+class Sweep(Strict):
+    """Axes to sweep, declared in the scenario (`netbraid sweep` adds its own
+    --grid / --zip to these). Keys are field paths as for --set."""
+
+    grid: dict[str, list[Any]] = {}
+    zip: dict[str, list[Any]] = {}
+    reps: Optional[Count] = None
+
+    @field_validator("grid", "zip")
+    @classmethod
+    def _non_empty(cls, v: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        for path, values in v.items():
+            if not values:
+                raise ValueError(f"{path!r}: give at least one value")
+        return v
+
+
 class Scenario(Strict):
     """A network and the traffic on it."""
 
@@ -261,6 +280,7 @@ class Scenario(Strict):
     flows: list[Flow] = []
     routes: list[Route] = []
     measure: Measure = Measure()
+    sweep: Optional[Sweep] = None
 
     @field_validator("duration")
     @classmethod

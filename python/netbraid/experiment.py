@@ -1,0 +1,345 @@
+"""Replications and sweeps: expand a scenario into runs, execute them on
+local processes or a Dask cluster, and collect tidy tables.
+
+A backend runs one resolved scenario with one seed and knows nothing of
+this layer. Seeds: replication r of a sweep with base seed S runs with seed
+S + r, at every point of the sweep (common random numbers: two points
+differ by their parameters, not by their draws). The simulator hashes
+(seed, component name) into each random stream, so consecutive seeds give
+unrelated streams.
+
+A results directory holds `manifest.json` (what was asked, by which
+command and version), `journal.jsonl` (one line per finished run, appended
+and synced as runs finish: the record that `--resume` continues from), and,
+once the runs are done, `runs.parquet` / `runs.csv` (one row per run ×
+flow) and `series.parquet` (time series, if the scenario samples them).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import pandas as pd
+from pydantic import ValidationError
+
+from ._sim import __version__
+from .errors import ScenarioError, from_validation_error
+from .overrides import parse_value, set_path, split_assignment
+from .resolve import resolve
+from .schema import Scenario
+from .tidy import flow_rows, series_rows
+
+MANIFEST = "manifest.json"
+JOURNAL = "journal.jsonl"
+SERIES_PARTS = "series-parts"
+
+
+class ExperimentError(RuntimeError):
+    """A sweep could not go on (interrupted, a worker died, a bad results
+    directory). Nothing already written is lost."""
+
+
+@dataclass(frozen=True)
+class Axis:
+    path: str
+    values: tuple[Any, ...]
+
+
+def parse_axis(text: str, option: str = "--grid") -> Axis:
+    """`PATH=v1,v2,…` (values read like --set values; they cannot contain commas)."""
+    path, raw = split_assignment(text, option)
+    values = tuple(parse_value(v.strip()) for v in raw.split(","))
+    if any(v == "" for v in values):
+        raise ScenarioError(f"{option} {text!r}: empty value in the list; write PATH=v1,v2,…")
+    return Axis(path, values)
+
+
+@dataclass
+class Plan:
+    """Everything a sweep will run: the scenario, its axes, the replications."""
+
+    scenario: Scenario
+    grid: list[Axis] = field(default_factory=list)
+    zipped: list[Axis] = field(default_factory=list)
+    reps: int = 1
+    base_seed: int | None = None
+    #: replications run are first_rep … first_rep + reps − 1 (sequential mode adds batches)
+    first_rep: int = 0
+    points: list[dict[str, Any]] = field(default_factory=list)
+    resolved: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def seed(self) -> int:
+        return self.scenario.seed if self.base_seed is None else self.base_seed
+
+    @property
+    def axes(self) -> list[str]:
+        return [a.path for a in self.zipped] + [a.path for a in self.grid]
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What must match for `--resume` to continue a directory."""
+        return {
+            "scenario": self.scenario.model_dump(mode="json", by_alias=True, exclude_none=True),
+            "grid": [[a.path, list(a.values)] for a in self.grid],
+            "zip": [[a.path, list(a.values)] for a in self.zipped],
+            "reps": self.reps,
+            "seed": self.seed,
+        }
+
+    def tasks(self) -> list[dict[str, Any]]:
+        out = []
+        for p, resolved in enumerate(self.resolved):
+            for r in range(self.first_rep, self.first_rep + self.reps):
+                seed = (self.seed + r) % 2**64
+                out.append({
+                    "run_id": f"p{p:04d}-r{r:04d}",
+                    "point": p,
+                    "rep": r,
+                    "seed": seed,
+                    "values": self.points[p],
+                    "resolved": {**resolved, "seed": seed},
+                })
+        return out
+
+
+def make_plan(scenario: Scenario, grid: Iterable[Axis] = (), zipped: Iterable[Axis] = (), reps: int = 1,
+              seed: int | None = None, first_rep: int = 0) -> Plan:
+    """Expand the axes (zipped axes together, then the Cartesian product with
+    the grid axes) and resolve every point now, so a bad value fails before
+    anything runs."""
+    grid, zipped = list(grid), list(zipped)
+    if reps < 1:
+        raise ScenarioError(f"--reps: {reps} is not allowed (at least 1)")
+    paths = [a.path for a in zipped + grid]
+    for p in set(paths):
+        if paths.count(p) > 1:
+            raise ScenarioError(f"the axis {p!r} is given twice")
+    if zipped and len({len(a.values) for a in zipped}) > 1:
+        lengths = ", ".join(f"{a.path} ({len(a.values)})" for a in zipped)
+        raise ScenarioError(f"--zip axes must have the same number of values: {lengths}")
+    zip_rows = [dict(zip([a.path for a in zipped], vals)) for vals in zip(*[a.values for a in zipped])] or [{}]
+    grid_rows = [dict(zip([a.path for a in grid], vals)) for vals in itertools.product(*[a.values for a in grid])]
+    points = [{**z, **g} for z in zip_rows for g in grid_rows]
+    base = scenario.model_dump(mode="json", by_alias=True, exclude_none=True)
+    resolved = []
+    for point in points:
+        data = copy.deepcopy(base)
+        for path, value in point.items():
+            set_path(data, path, value, f"axis {path}={value}")
+        try:
+            s = Scenario.model_validate(data)
+        except ValidationError as e:
+            where = ", ".join(f"{k}={v}" for k, v in point.items())
+            raise from_validation_error(e, source=f"sweep point {where}") from None
+        resolved.append(resolve(s, seed=seed))
+    return Plan(scenario, grid, zipped, reps, seed, first_rep, points, resolved)
+
+
+def execute_task(task: dict[str, Any]) -> dict[str, Any]:
+    """Run one task (in a worker process or on a Dask worker)."""
+    from . import _sim
+
+    try:
+        result = json.loads(_sim.run_json(json.dumps(task["resolved"])))
+    except ValueError as e:
+        raise ScenarioError(f"run {task['run_id']}: {e}") from None
+    return {"run_id": task["run_id"], "result": result}
+
+
+# ---- results directory --------------------------------------------------------
+
+
+class Journal:
+    """Append-only record of finished runs: one JSON line each, synced to
+    disk before the next is written, so a crash loses at most the run that
+    was being written (a torn last line is ignored when read back)."""
+
+    def __init__(self, directory: Path):
+        self.path = directory / JOURNAL
+
+    def read(self) -> dict[str, dict[str, Any]]:
+        done: dict[str, dict[str, Any]] = {}
+        if not self.path.exists():
+            return done
+        with self.path.open() as f:
+            for line in f:
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # torn write from a crash
+                done[rec["run_id"]] = rec
+        return done
+
+    def append(self, record: dict[str, Any]) -> None:
+        with self.path.open("a") as f:
+            f.write(json.dumps(record) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def _describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
+    parts = [k for k in ("scenario", "grid", "zip", "reps", "seed") if old.get(k) != new.get(k)]
+    return ", ".join(parts) or "unknown"
+
+
+def prepare_directory(out: Path, plan: Plan, resume: bool, command: list[str]) -> Journal:
+    fingerprint = plan.fingerprint()
+    manifest_path = out / MANIFEST
+    if manifest_path.exists():
+        try:
+            manifest = json.loads(manifest_path.read_text())
+        except json.JSONDecodeError:
+            raise ExperimentError(f"{manifest_path} is damaged; it is not a results directory netbraid can continue") from None
+        if not resume:
+            raise ExperimentError(
+                f"{out} already holds results; pass --resume to continue that sweep, or choose another --out"
+            )
+        if manifest.get("fingerprint") != fingerprint:
+            raise ExperimentError(
+                f"--resume: {out} holds results of a different sweep (differs in: "
+                f"{_describe_difference(manifest.get('fingerprint', {}), fingerprint)}); "
+                f"nothing was changed there; choose another --out"
+            )
+    else:
+        if resume and out.exists() and any(out.iterdir()):
+            raise ExperimentError(f"--resume: {out} holds no netbraid results (no {MANIFEST})")
+        if out.exists() and any(out.iterdir()):
+            raise ExperimentError(f"{out} is not empty and holds no netbraid results; choose another --out")
+        out.mkdir(parents=True, exist_ok=True)
+        manifest = {
+            "netbraid_version": __version__,
+            "command": command,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "axes": plan.axes,
+            "points": plan.points,
+            "fingerprint": fingerprint,
+            "seeds": f"replication r runs with seed {plan.seed} + r at every point",
+        }
+        tmp = manifest_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(manifest, indent=2))
+        tmp.replace(manifest_path)
+        (out / "scenario.resolved.json").write_text(json.dumps(plan.resolved[0], indent=2))
+    (out / SERIES_PARTS).mkdir(exist_ok=True)
+    return Journal(out)
+
+
+def _context(task: dict[str, Any]) -> dict[str, Any]:
+    return {"run_id": task["run_id"], "point": task["point"], "rep": task["rep"], "seed": task["seed"], **task["values"]}
+
+
+def tables_from_records(records: Iterable[dict[str, Any]], series_dir: Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rows, series = [], []
+    for rec in sorted(records, key=lambda r: r["run_id"]):
+        rows.extend(rec["rows"])
+        if series_dir is not None and rec.get("series"):
+            series.append(pd.read_parquet(series_dir / f"{rec['run_id']}.parquet"))
+        elif rec.get("series_rows"):
+            series.append(pd.DataFrame(rec["series_rows"]))
+    return pd.DataFrame(rows), (pd.concat(series, ignore_index=True) if series else pd.DataFrame())
+
+
+def _write_tables(out: Path, runs: pd.DataFrame, series: pd.DataFrame) -> None:
+    runs.to_parquet(out / "runs.parquet", index=False)
+    runs.to_csv(out / "runs.csv", index=False)
+    if not series.empty:
+        series.to_parquet(out / "series.parquet", index=False)
+
+
+# ---- execution -----------------------------------------------------------------
+
+
+def _local_results(tasks: list[dict[str, Any]], workers: int) -> Iterable[dict[str, Any]]:
+    if workers == 1:
+        for t in tasks:
+            yield execute_task(t)
+        return
+    pool = ProcessPoolExecutor(max_workers=workers)
+    try:
+        futures = [pool.submit(execute_task, t) for t in tasks]
+        for fut in as_completed(futures):
+            yield fut.result()
+    except BrokenProcessPool:
+        raise ExperimentError("a worker process died") from None
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _dask_results(tasks: list[dict[str, Any]], address: Any) -> Iterable[dict[str, Any]]:
+    from distributed import Client, as_completed as dask_completed
+
+    client = address if isinstance(address, Client) else Client(address)
+    try:
+        futures = client.map(execute_task, tasks, pure=False)
+        for fut in dask_completed(futures):
+            yield fut.result()
+    finally:
+        if client is not address:
+            client.close()
+
+
+def execute(plan: Plan, out: Path | None = None, *, resume: bool = False, workers: int | None = None,
+            dask: Any = None, progress: bool = False, command: list[str] | None = None,
+            on_run: Callable[[dict[str, Any]], None] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run every task of `plan` not already in `out`'s journal; return the
+    tidy run table and the time-series table (all runs, old and new)."""
+    tasks = plan.tasks()
+    journal = prepare_directory(out, plan, resume, command or sys.argv) if out is not None else None
+    done: dict[str, dict[str, Any]] = journal.read() if journal else {}
+    by_id = {t["run_id"]: t for t in tasks}
+    pending = [t for t in tasks if t["run_id"] not in done]
+    workers = workers or os.cpu_count() or 1
+    if dask is not None:
+        results = _dask_results(pending, dask)
+    else:
+        results = _local_results(pending, min(workers, max(1, len(pending))))
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    bar = Progress(TextColumn("[bold]runs"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                   disable=not progress, transient=False)
+    started = time.perf_counter()
+    try:
+        with bar:
+            job = bar.add_task("runs", total=len(tasks), completed=len(done), rate="")
+            for i, item in enumerate(results, start=1):
+                task = by_id[item["run_id"]]
+                ctx = _context(task)
+                rec: dict[str, Any] = {"run_id": task["run_id"], "rows": flow_rows(item["result"], ctx)}
+                srows = series_rows(item["result"], ctx)
+                if srows and out is not None:
+                    pd.DataFrame(srows).to_parquet(out / SERIES_PARTS / f"{task['run_id']}.parquet", index=False)
+                    rec["series"] = True
+                elif srows:
+                    rec["series_rows"] = srows
+                if journal:
+                    journal.append(rec)
+                done[task["run_id"]] = rec
+                if on_run:
+                    on_run(item["result"])
+                elapsed = time.perf_counter() - started
+                bar.update(job, advance=1, rate=f"{i / elapsed:.1f} runs/s" if elapsed > 0 else "")
+    except KeyboardInterrupt:
+        raise ExperimentError(
+            f"interrupted: {len(done)} of {len(tasks)} runs are saved"
+            + (f" in {out}; continue with --resume" if out is not None else "")
+        ) from None
+    except ExperimentError as e:
+        raise ExperimentError(
+            f"{e}: {len(done)} of {len(tasks)} runs are saved" + (f" in {out}; continue with --resume" if out else "")
+        ) from None
+    runs, series = tables_from_records(done.values(), out / SERIES_PARTS if out is not None else None)
+    if out is not None:
+        _write_tables(out, runs, series)
+    return runs, series

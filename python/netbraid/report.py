@@ -1,0 +1,312 @@
+"""`netbraid report DIR`: summary tables, plots and one HTML page from a
+results directory."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .experiment import JOURNAL, MANIFEST, SERIES_PARTS, ExperimentError, Journal, tables_from_records
+from .stats import mean_ci, summarize
+from .units import parse_rate, parse_size, parse_time
+
+FLOW_METRICS = {  # column → (label, scale)
+    "goodput_bps": ("goodput (Mb/s)", 1e-6),
+    "throughput_bps": ("throughput (Mb/s)", 1e-6),
+    "loss_rate": ("loss (%)", 100.0),
+    "retransmits": ("retransmissions", 1.0),
+    "rtt_mean_s": ("mean RTT (ms)", 1e3),
+}
+
+
+# ---- per-point aggregates ----------------------------------------------------------
+
+
+def per_run(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
+    """One row per run: aggregate goodput, Jain's fairness index, mean loss."""
+    rows = []
+    for run_id, g in runs.groupby("run_id", sort=True):
+        goodputs = g["goodput_bps"].astype(float).tolist()
+        sq = sum(x * x for x in goodputs)
+        rows.append({
+            "run_id": run_id, **{a: g[a].iloc[0] for a in axes},
+            "aggregate_goodput_bps": sum(goodputs),
+            "jain": (sum(goodputs) ** 2 / (len(goodputs) * sq)) if sq > 0 else 1.0,
+            "mean_loss_rate": float(g["loss_rate"].mean()),
+        })
+    return pd.DataFrame(rows)
+
+
+def identical_replications(runs: pd.DataFrame, axes: list[str]) -> bool:
+    """True when some point has several replications that all gave the same
+    result: the scenario has no random element, so its intervals mean nothing."""
+    pr = per_run(runs, axes)
+    groups = pr.groupby(axes, sort=False, dropna=False) if axes else [((), pr)]
+    return any(len(g) > 1 and g["aggregate_goodput_bps"].nunique() == 1 for _, g in groups)
+
+
+IDENTICAL_NOTE = ("note: replications gave identical results — the scenario has no random element. "
+                  "Add random loss, or start_jitter on the flows, so that each seed gives another run.")
+
+
+def _fmt_ci(c: dict[str, float], scale: float) -> str:
+    if c["n"] == 0:
+        return "–"
+    if c["n"] < 2 or math.isnan(c["ci95_high"]):
+        return f"{c['mean'] * scale:.4g}"
+    half = (c["ci95_high"] - c["mean"]) * scale
+    if abs(half) <= 1e-9 * abs(c["mean"] * scale):
+        half = 0.0  # rounding noise of identical values
+    return f"{c['mean'] * scale:.4g} ± {half:.2g}"
+
+
+def point_summary(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
+    """A readable table: per point, aggregate goodput, Jain and loss (mean ± 95 % CI)."""
+    pr = per_run(runs, axes)
+    rows = []
+    groups = pr.groupby(axes, sort=False, dropna=False) if axes else [((), pr)]
+    for key, g in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        rows.append({
+            **{a: str(v) for a, v in zip(axes, key)},
+            "aggregate goodput (Mb/s)": _fmt_ci(mean_ci(g["aggregate_goodput_bps"].tolist()), 1e-6),
+            "Jain fairness": _fmt_ci(mean_ci(g["jain"].tolist()), 1.0),
+            "mean loss (%)": _fmt_ci(mean_ci(g["mean_loss_rate"].tolist()), 100.0),
+            "n": len(g),
+        })
+    return pd.DataFrame(rows)
+
+
+# ---- axis values as numbers ---------------------------------------------------------
+
+
+def axis_numbers(values: list[Any]) -> tuple[list[float] | None, str]:
+    """Numbers for plotting an axis, and the unit they are in (None: categorical)."""
+    try:
+        return [float(v) for v in values], ""
+    except (TypeError, ValueError):
+        pass
+    for parse, scale, unit in ((parse_rate, 1e-6, "Mb/s"), (parse_time, 1e-6, "ms"), (parse_size, 1 / 1024, "KB")):
+        try:
+            return [parse(v) * scale for v in values], unit
+        except (TypeError, ValueError):
+            continue
+    return None, ""
+
+
+# ---- markdown ---------------------------------------------------------------------
+
+
+def markdown_table(df: pd.DataFrame) -> str:
+    cols = [str(c) for c in df.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for row in df.itertuples(index=False):
+        lines.append("| " + " | ".join("" if (isinstance(v, float) and math.isnan(v)) else str(v) for v in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+# ---- plots ------------------------------------------------------------------------
+
+
+def _figure():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.6), dpi=110)
+    ax.grid(True, alpha=0.3)
+    return fig, ax
+
+
+def _save(fig, out: Path, stem: str) -> list[Path]:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    paths = [out / f"{stem}.png", out / f"{stem}.svg"]
+    for p in paths:
+        fig.savefig(p)
+    plt.close(fig)
+    return paths
+
+
+def _errorbar_lines(ax, table: pd.DataFrame, x_axis: str, group_cols: list[str], metric: str, scale: float,
+                    label_prefix: str = "") -> None:
+    groups = table.groupby(group_cols, sort=False, dropna=False) if group_cols else [((), table)]
+    for key, g in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        xs_raw = g[x_axis].tolist()
+        xs, _ = axis_numbers(xs_raw)
+        positions = xs if xs is not None else list(range(len(xs_raw)))
+        mean = g[f"{metric}_mean"] * scale
+        low = (g[f"{metric}_mean"] - g[f"{metric}_ci95_low"]).fillna(0) * scale
+        high = (g[f"{metric}_ci95_high"] - g[f"{metric}_mean"]).fillna(0) * scale
+        label = label_prefix + ", ".join(f"{c}={v}" for c, v in zip(group_cols, key)) if group_cols else (label_prefix or None)
+        ax.errorbar(positions, mean, yerr=[low, high], marker="o", capsize=4, label=label)
+        if xs is None:
+            ax.set_xticks(range(len(xs_raw)), [str(v) for v in xs_raw])
+
+
+def sweep_plots(runs: pd.DataFrame, axes: list[str], out: Path) -> list[Path]:
+    made: list[Path] = []
+    if not axes:
+        return made
+    x_axis, others = axes[0], axes[1:]
+    _, unit = axis_numbers(runs[x_axis].tolist())
+    xlabel = f"{x_axis} ({unit})" if unit else x_axis
+    pr = per_run(runs, axes)
+    agg = summarize(pr, axes, ["aggregate_goodput_bps", "jain", "mean_loss_rate"])
+    for metric, ylabel, scale, stem in (
+        ("aggregate_goodput_bps", "aggregate goodput (Mb/s)", 1e-6, "aggregate_goodput"),
+        ("mean_loss_rate", "mean packet loss per flow (%)", 100.0, "loss"),
+        ("jain", "Jain's fairness index", 1.0, "fairness"),
+    ):
+        fig, ax = _figure()
+        _errorbar_lines(ax, agg, x_axis, others, metric, scale)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"{ylabel} against {x_axis}, mean and 95 % interval")
+        if others:
+            ax.legend(fontsize="small")
+        made += _save(fig, out, stem)
+    flows = list(dict.fromkeys(runs["flow"]))
+    if len(flows) <= 8:
+        per_flow = summarize(runs, axes + ["flow"], ["goodput_bps"])
+        fig, ax = _figure()
+        _errorbar_lines(ax, per_flow, x_axis, others + ["flow"], "goodput_bps", 1e-6)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("goodput (Mb/s)")
+        ax.set_title(f"goodput per flow against {x_axis}, mean and 95 % interval")
+        ax.legend(fontsize="small")
+        made += _save(fig, out, "goodput_per_flow")
+    return made
+
+
+def cdf_plot(runs: pd.DataFrame, axes: list[str], out: Path) -> list[Path]:
+    fig, ax = _figure()
+    groups = runs.groupby(axes, sort=False) if axes else [("all runs", runs)]
+    for i, (key, g) in enumerate(groups):
+        if i == 8:
+            break
+        x = sorted(g["goodput_bps"].astype(float) * 1e-6)
+        y = [(k + 1) / len(x) for k in range(len(x))]
+        key = key if isinstance(key, tuple) else (key,)
+        label = ", ".join(f"{a}={v}" for a, v in zip(axes, key)) if axes else "all runs"
+        ax.step(x, y, where="post", label=label)
+    ax.set_xlabel("goodput per flow and run (Mb/s)")
+    ax.set_ylabel("fraction of flows × runs ≤ x")
+    ax.set_title("distribution of per-flow goodput")
+    ax.set_ylim(0, 1.02)
+    ax.legend(fontsize="small")
+    return _save(fig, out, "goodput_cdf")
+
+
+def series_plots(series: pd.DataFrame, runs: pd.DataFrame, axes: list[str], out: Path) -> list[Path]:
+    made: list[Path] = []
+    if series.empty:
+        return made
+    first_runs = runs[runs["rep"] == runs["rep"].min()].drop_duplicates("run_id").head(4)
+    for i, row in enumerate(first_runs.itertuples(index=False)):
+        s = series[series["run_id"] == row.run_id]
+        where = ", ".join(f"{a}={getattr(row, a) if hasattr(row, a) else runs.loc[runs.run_id == row.run_id, a].iloc[0]}" for a in axes)
+        for column, ylabel, scale, stem in (("goodput_bps", "goodput (Mb/s)", 1e-6, "series_goodput"),
+                                            ("cwnd_bytes", "congestion window (KB)", 1 / 1024, "series_cwnd")):
+            fig, ax = _figure()
+            flows = list(dict.fromkeys(s["flow"]))
+            for name in flows[:10]:
+                f = s[s["flow"] == name]
+                ax.plot(f["time_s"], f[column].astype(float) * scale, label=name, linewidth=1.2)
+            ax.set_xlabel("time (s)")
+            ax.set_ylabel(ylabel)
+            ax.set_title(f"{ylabel} over time" + (f" ({where}, seed {row.seed})" if where else f" (seed {row.seed})"))
+            ax.legend(fontsize="small", ncol=2)
+            made += _save(fig, out, f"{stem}_{i}")
+    return made
+
+
+# ---- the report -------------------------------------------------------------------
+
+
+def load_results(directory: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    """Runs table, series table and manifest of a results directory (rebuilt
+    from the journal if the sweep was interrupted before the tables were written)."""
+    if not directory.is_dir():
+        raise ExperimentError(f"{directory}: no such results directory")
+    manifest = json.loads((directory / MANIFEST).read_text()) if (directory / MANIFEST).exists() else {}
+    if (directory / JOURNAL).exists():
+        runs, series = tables_from_records(Journal(directory).read().values(), directory / SERIES_PARTS)
+    elif (directory / "runs.parquet").exists():
+        runs = pd.read_parquet(directory / "runs.parquet")
+        series = pd.read_parquet(directory / "series.parquet") if (directory / "series.parquet").exists() else pd.DataFrame()
+    else:
+        raise ExperimentError(f"{directory} holds no results (no {JOURNAL} or runs.parquet); make them with netbraid sweep or run --reps --out")
+    if runs.empty:
+        raise ExperimentError(f"{directory} holds no finished runs yet")
+    return runs, series, manifest
+
+
+def make_report(directory: Path) -> Path:
+    runs, series, manifest = load_results(directory)
+    axes = [a for a in manifest.get("axes", []) if a in runs.columns]
+    out = directory / "report"
+    out.mkdir(exist_ok=True)
+    flow_table = summarize(runs, axes + ["flow"], list(FLOW_METRICS))
+    flow_table.to_csv(out / "summary_flows.csv", index=False)
+    points = point_summary(runs, axes)
+    points.to_csv(out / "summary_points.csv", index=False)
+    readable = flow_table[axes + ["flow", "n"]].copy()
+    for m, (label, scale) in FLOW_METRICS.items():
+        readable[label] = [
+            _fmt_ci({"mean": r[f"{m}_mean"], "ci95_low": r[f"{m}_ci95_low"], "ci95_high": r[f"{m}_ci95_high"], "n": r["n"]}, scale)
+            for _, r in flow_table.iterrows()
+        ]
+    md = ["# netbraid report", "", f"Results: `{directory}` — {runs['run_id'].nunique()} runs"]
+    if axes:
+        md.append(f"swept: {', '.join(axes)}")
+    if identical_replications(runs, axes):
+        md += ["", f"**{IDENTICAL_NOTE}**"]
+    md += ["", "## Per point (mean ± 95 % interval over replications)", "", markdown_table(points),
+           "## Per flow", "", markdown_table(readable)]
+    (out / "summary.md").write_text("\n".join(md))
+    images = sweep_plots(runs, axes, out) + cdf_plot(runs, axes, out) + series_plots(series, runs, axes, out)
+    (out / "report.html").write_text(_html(directory, runs, axes, points, readable, [p for p in images if p.suffix == ".png"]))
+    return out
+
+
+def _html_table(df: pd.DataFrame) -> str:
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>" for row in df.itertuples(index=False))
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _html(directory: Path, runs: pd.DataFrame, axes: list[str], points: pd.DataFrame, flows: pd.DataFrame,
+          images: list[Path]) -> str:
+    figs = "".join(
+        f'<figure><img alt="{html.escape(p.stem)}" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}">'
+        f"<figcaption>{html.escape(p.stem.replace('_', ' '))}</figcaption></figure>"
+        for p in images
+    )
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>netbraid report: {html.escape(str(directory))}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }}
+table {{ border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }}
+th, td {{ border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: right; }}
+th {{ background: #f3f3f3; }}
+figure {{ display: inline-block; margin: 0.5em; }} img {{ max-width: 520px; }}
+figcaption {{ text-align: center; font-size: 0.85em; color: #555; }}
+</style></head><body>
+<h1>netbraid report</h1>
+<p>{runs['run_id'].nunique()} runs from <code>{html.escape(str(directory))}</code>{'; swept: ' + html.escape(', '.join(axes)) if axes else ''}.
+Intervals are 95 % Student-t intervals over replications.</p>
+<h2>Per point</h2>{_html_table(points)}
+<h2>Per flow</h2>{_html_table(flows)}
+<h2>Plots</h2>{figs}
+</body></html>
+"""

@@ -1,0 +1,182 @@
+"""Replications, sweeps, intervals, resume, Dask, reports (issue 3)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from scipy import stats
+
+import netbraid as nb
+
+ROOT = Path(__file__).resolve().parent.parent
+DUMBBELL = ROOT / "examples" / "dumbbell.toml"
+
+
+def lossy_cbr(p: float, duration: str = "1s") -> nb.Scenario:
+    """A 10 Mb/s CBR stream over a link that loses each packet with probability p."""
+    s = nb.Scenario(name="cbr", duration=duration)
+    s.add_host("a").add_host("b")
+    s.add_link("a", "b", rate="100Mbps", delay="1ms", queue="1000p", ab={"loss": p})
+    s.add_flow("u", "a", "b", kind="cbr", rate="10Mbps", packet_size="1000B")
+    return s
+
+
+def test_intervals_cover_the_true_mean_about_95_percent_of_the_time():
+    # The loss rate of a Bernoulli(p) link has true mean p. 200 intervals,
+    # each from 10 replications: the count that covers p is Binomial(200, 0.95).
+    p, per_interval, intervals = 0.05, 10, 200
+    runs = nb.run(lossy_cbr(p), reps=per_interval * intervals, seed=1000)
+    assert len(runs) == per_interval * intervals
+    covered = 0
+    for _, g in runs.groupby(runs["rep"] // per_interval):
+        c = nb.mean_ci(g["loss_rate"].tolist())
+        covered += c["ci95_low"] <= p <= c["ci95_high"]
+    low, high = stats.binom.interval(0.999, intervals, 0.95)
+    assert low <= covered <= high, covered
+
+
+def test_run_reps_json_gives_mean_interval_and_n():
+    r = subprocess.run(["netbraid", "run", str(DUMBBELL), "--reps", "4", "--json", "--set", "duration=20s"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["seeds"] == [1, 2, 3, 4]
+    for f in doc["flows"]:
+        for m in ("throughput_bps", "goodput_bps", "loss_rate", "retransmits"):
+            c = f[m]
+            assert set(c) == {"mean", "ci95_low", "ci95_high", "n"} and c["n"] == 4
+            assert c["ci95_low"] <= c["mean"] <= c["ci95_high"]
+    assert doc["events"]["n"] == 4 and "wall_s" in doc
+
+
+def test_sequential_mode_stops_when_precise_enough():
+    target = 0.02
+    runs = nb.run(lossy_cbr(0.05, duration="2s"), until=target, max_reps=60, workers=2)
+    n = runs["rep"].nunique()
+    width = nb.stats.relative_half_width(runs["goodput_bps"].tolist())
+    assert width <= target or n == 60
+    # and it did not stop before it had to: without the last batch it was not yet there
+    assert n >= 3
+
+
+def test_sweep_returns_a_tidy_dataframe(tmp_path):
+    df = nb.sweep(DUMBBELL, grid={"links.1.rate": ["5Mbps", "10Mbps"]}, zip={"tcp.cc": ["reno"], "seed": [3]},
+                  reps=2, overrides=["duration=15s"], workers=2)
+    assert isinstance(df, pd.DataFrame)
+    assert len(df) == 2 * 2 * 10  # points × reps × flows
+    assert {"run_id", "point", "rep", "seed", "links.1.rate", "tcp.cc", "flow", "goodput_bps"} <= set(df.columns)
+    # The bottleneck sets the aggregate goodput at each point.
+    agg = df.groupby("links.1.rate")["goodput_bps"].sum() / 2  # per replication
+    assert agg["10Mbps"] / agg["5Mbps"] == pytest.approx(2.0, rel=0.05)
+
+
+def _sweep_cmd(out: Path, *extra: str) -> list[str]:
+    return ["netbraid", "sweep", str(DUMBBELL), "--grid", "links.1.rate=4Mbps,8Mbps,12Mbps,16Mbps",
+            "--grid", "tcp.cc=reno,cubic", "--reps", "5", "--set", "duration=40s", "--set", "measure.interval=5s",
+            "--out", str(out), "--quiet", *extra]
+
+
+def _rows(out: Path) -> pd.DataFrame:
+    df = pd.read_parquet(out / "runs.parquet").drop(columns=["wall_s"])
+    return df.sort_values(["run_id", "flow"]).reset_index(drop=True)
+
+
+def _journal_lines(out: Path) -> int:
+    p = out / "journal.jsonl"
+    return len(p.read_text().splitlines()) if p.exists() else 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "crash"])
+def test_interrupted_sweep_resumes_to_exactly_the_uninterrupted_rows(tmp_path, sig):
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    assert subprocess.run(_sweep_cmd(whole), capture_output=True, timeout=300).returncode == 0
+    proc = subprocess.Popen(_sweep_cmd(cut, "--workers", "1"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    deadline = time.time() + 120
+    while _journal_lines(cut) < 8 and time.time() < deadline:
+        time.sleep(0.02)
+    os.killpg(proc.pid, sig)
+    _, err = proc.communicate(timeout=60)
+    done = _journal_lines(cut)
+    assert 8 <= done < 40, done  # really interrupted part way
+    if sig == signal.SIGINT:
+        assert proc.returncode != 0 and b"--resume" in err and b"Traceback" not in err
+    r = subprocess.run(_sweep_cmd(cut, "--resume"), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert _journal_lines(cut) == 40
+    pd.testing.assert_frame_equal(_rows(whole), _rows(cut))
+    series = pd.read_parquet(cut / "series.parquet")
+    assert series["run_id"].nunique() == 40
+
+
+def test_resume_refuses_a_directory_from_another_scenario(tmp_path):
+    out = tmp_path / "s"
+    assert subprocess.run(_sweep_cmd(out), capture_output=True, timeout=300).returncode == 0
+    before = (out / "journal.jsonl").read_bytes()
+    other = subprocess.run(_sweep_cmd(out, "--resume", "--set", "links.0.delay=3ms"), capture_output=True, text=True, timeout=60)
+    assert other.returncode == 2
+    assert "different sweep" in other.stderr and "scenario" in other.stderr and "Traceback" not in other.stderr
+    again = subprocess.run(_sweep_cmd(out), capture_output=True, text=True, timeout=60)
+    assert again.returncode == 2 and "--resume" in again.stderr
+    assert (out / "journal.jsonl").read_bytes() == before  # nothing lost or changed
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--grid", "links.1.rate"], ["--grid", "expected PATH=VALUE"]),
+    (["--grid", "links.1.rate=5Mbps,,7Mbps"], ["empty value"]),
+    (["--grid", "links.1.speed=5Mbps"], ["unknown field 'speed'"]),
+    (["--grid", "links.1.rate=5Mbsp"], ["links[1].rate", "5Mbsp"]),
+    (["--zip", "links.1.rate=5Mbps,6Mbps", "--zip", "tcp.cc=reno"], ["same number of values"]),
+    (["--grid", "flows.nosuch.cc=reno"], ["no element named 'nosuch'"]),
+])
+def test_bad_sweep_input(tmp_path, args, words):
+    r = subprocess.run(["netbraid", "sweep", str(DUMBBELL), "--out", str(tmp_path / "x"), *args],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr
+    msg = " ".join(r.stderr.split())
+    for w in words:
+        assert w in msg, msg
+    assert not (tmp_path / "x").exists()  # nothing ran, nothing written
+
+
+def test_dask_local_cluster_gives_the_same_table():
+    distributed = pytest.importorskip("distributed")
+    args = dict(grid={"links.1.rate": ["5Mbps", "10Mbps"]}, reps=3, overrides=["duration=15s"])
+    local = nb.sweep(DUMBBELL, workers=2, **args)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            remote = nb.sweep(DUMBBELL, dask=client, **args)
+    key = ["run_id", "flow"]
+    strip = lambda d: d.drop(columns=["wall_s"]).sort_values(key).reset_index(drop=True)
+    pd.testing.assert_frame_equal(strip(local), strip(remote))
+
+
+def test_report_renders_tables_plots_and_html(tmp_path):
+    out = tmp_path / "s"
+    r = subprocess.run(["netbraid", "sweep", str(DUMBBELL), "--grid", "links.1.rate=5Mbps,10Mbps",
+                        "--reps", "3", "--set", "duration=15s", "--set", "measure.interval=1s", "--out", str(out), "-q"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run(["netbraid", "report", str(out)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rep = out / "report"
+    for name in ("summary.md", "summary_flows.csv", "summary_points.csv", "report.html", "aggregate_goodput.png",
+                 "aggregate_goodput.svg", "loss.png", "fairness.png", "goodput_cdf.png", "goodput_cdf.svg",
+                 "series_goodput_0.png", "series_cwnd_0.svg"):
+        assert (rep / name).stat().st_size > 0, name
+    html = (rep / "report.html").read_text()
+    assert html.count("data:image/png;base64,") >= 5  # self-contained
+    summary = pd.read_csv(rep / "summary_points.csv")
+    assert len(summary) == 2
+
+
+def test_report_of_a_directory_without_results(tmp_path):
+    r = subprocess.run(["netbraid", "report", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "holds no results" in r.stderr and "Traceback" not in r.stderr
