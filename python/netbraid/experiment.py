@@ -276,9 +276,18 @@ def _local_results(tasks: list[dict[str, Any]], workers: int) -> Iterable[dict[s
 
 
 def _dask_results(tasks: list[dict[str, Any]], address: Any) -> Iterable[dict[str, Any]]:
-    from distributed import Client, as_completed as dask_completed
+    try:
+        from distributed import Client, as_completed as dask_completed
+    except ImportError:
+        raise ExperimentError("--dask needs the 'distributed' package: pip install 'netbraid[dask]'") from None
 
-    client = address if isinstance(address, Client) else Client(address)
+    if isinstance(address, Client):
+        client = address
+    else:
+        try:
+            client = Client(address, timeout="20s")
+        except (OSError, TimeoutError, ValueError) as e:
+            raise ExperimentError(f"--dask: cannot reach a Dask scheduler at {address!r}: {e}") from None
     try:
         futures = client.map(execute_task, tasks, pure=False)
         for fut in dask_completed(futures):
