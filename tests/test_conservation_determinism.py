@@ -66,3 +66,12 @@ def test_adding_a_flow_leaves_other_random_streams_alone():
 
     one, two = nb.simulate(scenario(False)), nb.simulate(scenario(True))
     assert one["flows"][0] == two["flows"][0]
+
+
+def test_a_flow_starting_with_the_window_is_counted_from_its_first_packet():
+    s = nb.Scenario(name="t0", duration="2s")
+    s.add_host("a").add_host("b")
+    s.add_link("a", "b", rate="10Mbps", delay="10ms")
+    s.add_flow("f", "a", "b", bytes=1000)
+    f = nb.simulate(s)["flows"][0]
+    assert f["packets_sent"] == 1 and f["packets_received"] == 1 and f["bytes_delivered"] == 1000

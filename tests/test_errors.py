@@ -3,6 +3,7 @@ allowed — through the real command, never a traceback or a panic."""
 
 import subprocess
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -62,7 +63,7 @@ MISTAKES = {
     "unknown field": (GOOD + 'windw = "64KB"\n', ["flows[0]", "unknown field 'windw'", "window"]),
     "loss above one": (GOOD.replace('delay = "5ms"', 'delay = "5ms"\nloss = 1.5', 1), ["links[0].loss", "1.5", "0 to 1"]),
     "unconnected hosts": (GOOD.replace('[[links]]\na = "r"\nb = "b"', '[[hosts]]\nname = "c"\n[[links]]\na = "c"\nb = "b"'),
-                          ["flows[0]", "no route from 'a' to 'b'"]),
+                          ["flow 'f'", "no route from 'a' to 'b'"]),
     "group size mismatch": (GOOD.replace('[[hosts]]\nname = "a"', '[[hosts]]\nname = "a"\ncount = 3')
                             .replace('[[hosts]]\nname = "b"', '[[hosts]]\nname = "b"\ncount = 2'),
                             ["flows[0]", "cannot pair group 'a' (3 members)", "'b' (2 members)"]),
@@ -72,6 +73,22 @@ MISTAKES = {
     "duplicate names": (GOOD.replace('name = "b"', 'name = "a"', 1), ["hosts[1].name", "'a' is used twice"]),
     "zero duration": (GOOD.replace('duration = "10s"', 'duration = "0s"'), ["duration", "longer than zero"]),
     "queue unit": (GOOD.replace('delay = "5ms"', 'delay = "5ms"\nqueue = "100 pkgs"', 1), ["links[0].queue", "packets"]),
+    # found by fuzzing: values that overflowed, hung or were silently changed
+    "delay of centuries": (GOOD.replace('delay = "5ms"', 'delay = "18446744073.709s"', 1), ["links[0].delay", "too large"]),
+    "infinite rate": (GOOD.replace('rate = "10Mbps"', 'rate = "1e400Gbps"', 1), ["links[0].rate", "finite"]),
+    "bytes per second": (GOOD.replace('rate = "10Mbps"', 'rate = "10MB/s"', 1), ["links[0].rate", "bits per second"]),
+    "huge udp datagram": (GOOD + 'kind = "cbr"\nrate = "1Mbps"\npacket_size = 4294967290\n', ["flows[0].packet_size", "65507"]),
+    "empty udp datagram": (GOOD + 'kind = "cbr"\nrate = "1Mbps"\npacket_size = 0\n', ["flows[0].packet_size", "got 0"]),
+    "zero rto": (GOOD + 'rto_min = "0s"\nrto_initial = "0s"\n', ["rto_min", "longer than zero"]),
+    "rto_initial above rto_max": (GOOD + 'rto_initial = "100s"\n', ["rto_initial", "rto_max"]),
+    "window below one segment": (GOOD + 'window = 1\n', ["rcvbuf", "smaller than one segment"]),
+    "zero bytes": (GOOD + 'bytes = 0\n', ["flows[0].bytes", "got 0"]),
+    "too many samples": (GOOD + '\n[measure]\ninterval = "1ns"\n', ["measure.interval", "samples"]),
+    "flow to a router": (GOOD.replace('to = "b"', 'to = "r"'), ["flows[0].to", "'r' is a router"]),
+    "later flows after the end": (GOOD + 'count = 3\nstart_step = "6s"\n', ["flows[0].start_step", "12 s", "duration 10 s"]),
+    "boolean as a number": (GOOD + 'mss = true\n', ["flows[0].mss", "integer"]),
+    "rich markup in a value": (GOOD.replace('rate = "10Mbps"', 'rate = "[/red]"', 1), ["links[0].rate", "[/red]"]),
+    "routing loop": (GOOD + '\n[[routes]]\nnode = "r"\nto = "b"\nvia = "a"\n', ["no route onward from 'a'"]),
 }
 
 
@@ -103,6 +120,26 @@ def test_command_line_mistakes(tmp_path, args, words):
         assert w in message, f"{w!r} not in: {message}"
 
 
+def test_validate_runs_the_engine_checks(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(GOOD + '\n[[routes]]\nnode = "r"\nto = "b"\nvia = "a"\n')
+    r = netbraid("validate", str(path))
+    assert r.returncode == 2 and "no route onward" in r.stderr
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--out", "FILE"], ["--out", "not a directory"]),
+    (["--out", "/proc/netbraid-nope"], ["--out", "cannot create"]),
+])
+def test_unwritable_output_is_refused_before_running(tmp_path, args, words):
+    (tmp_path / "FILE").write_text("x")
+    args = [a.replace("FILE", str(tmp_path / "FILE")) for a in args]
+    r = run_toml(tmp_path, GOOD, *args)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    for w in words:
+        assert w in r.stderr
+
+
 def test_missing_file():
     r = netbraid("run", "/nonexistent/scenario.toml")
     assert r.returncode == 2 and "no such scenario file" in r.stderr and "Traceback" not in r.stderr
@@ -114,3 +151,13 @@ def test_python_api_raises_scenario_error():
     s = nb.Scenario(name="x", duration="1s")
     with pytest.raises(nb.ScenarioError, match=r"links\[0\]\.delay: .*negative"):
         s.add_link("a", "b", rate="1Mbps", delay="-1ms")
+    with pytest.raises(nb.ScenarioError, match="duration: required field is missing"):
+        nb.Scenario()
+    with pytest.raises(nb.ScenarioError, match="duration"):
+        s.duration = "soon"
+    with pytest.raises(nb.ScenarioError, match=r"flows\[0\]: rate: required for a cbr flow"):
+        s.add_flow("u", "a", "b", kind="cbr")
+    with pytest.raises(nb.ScenarioError, match="expected a netbraid.Scenario"):
+        nb.simulate(5)
+    with pytest.raises(nb.ScenarioError, match="seed"):
+        nb.resolve(nb.load_scenario(Path(__file__).parent.parent / "examples" / "dumbbell.toml"), seed=-1)

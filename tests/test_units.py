@@ -12,7 +12,14 @@ from netbraid import units
 def test_rates_are_decimal(n):
     assert units.parse_rate(f"{n}Mbps") == n * 10**6
     assert units.parse_rate(f"{n}kbps") == n * 10**3
-    assert units.parse_rate(f"{n} Gb/s") == n * 10**9
+    assert units.parse_rate(f"{n % 10_000 + 1} Gb/s") == (n % 10_000 + 1) * 10**9  # up to the 10 Tb/s limit
+
+
+def test_rates_above_the_limit_and_byte_rates_are_refused():
+    with pytest.raises(ValueError, match="too large"):
+        units.parse_rate("20000Gbps")
+    with pytest.raises(ValueError, match="bits per second, not bytes"):
+        units.parse_rate("10MB/s")
 
 
 @given(st.integers(min_value=0, max_value=10**6))

@@ -16,7 +16,9 @@ from .schema import Scenario
 def as_scenario(scenario: Scenario | str | Path, overrides: list[str] | None = None) -> Scenario:
     if isinstance(scenario, Scenario):
         return with_overrides(scenario, overrides or [])
-    return load_scenario(scenario, overrides)
+    if isinstance(scenario, (str, Path)):
+        return load_scenario(scenario, overrides)
+    raise ScenarioError(f"scenario: expected a netbraid.Scenario or the path of a TOML file, got {type(scenario).__name__}")
 
 
 def run_resolved(resolved: dict[str, Any]) -> dict[str, Any]:

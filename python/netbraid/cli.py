@@ -9,7 +9,9 @@ from typing import Any, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from .api import jain_fairness, run_resolved, sweep_axes
 from .errors import ScenarioError
@@ -34,8 +36,24 @@ SET_HELP = "Change a scenario field: PATH=VALUE, e.g. links.0.rate=20Mbps or flo
 
 
 def fail(e: Exception, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {e}", highlight=False, markup=True, soft_wrap=True)
+    # The message quotes user input verbatim: never read it as rich markup.
+    err_console.print(Text.assemble(("error:", "bold red"), " ", str(e)), highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def prepare_out(out: Optional[Path]) -> None:
+    """Make sure --out can be written before anything runs."""
+    if out is None:
+        return
+    if out.exists() and not out.is_dir():
+        fail(ScenarioError(f"--out: {out} exists and is not a directory"))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        fail(ScenarioError(f"--out: cannot create {out}: {e.strerror or e}"))
+
+
+MAX_ROWS = 50  # flows shown in a table; the rest are in --json / --out
 
 
 @app.command()
@@ -68,6 +86,7 @@ def run(
         if pcap:
             fail(ScenarioError("--pcap: captures one run; use it without --reps"))
         return run_replications(scenario, set_, seed, out, json_out, reps, until, max_reps, workers, quiet)
+    prepare_out(out)
     try:
         s = load_scenario(scenario, set_)
         pcap_dir = out if out is not None else Path(".")
@@ -79,8 +98,17 @@ def run(
     except ScenarioError as e:
         fail(e)
         return
+    except KeyboardInterrupt:
+        fail(ScenarioError("interrupted: no results were written"), code=130)
+        return
+    except OSError as e:
+        fail(ScenarioError(f"cannot write {e.filename or 'output'}: {e.strerror or e}"))
+        return
     if out is not None:
-        write_run(out, result, resolved, s.model_dump(mode="json", by_alias=True, exclude_none=True))
+        try:
+            write_run(out, result, resolved, s.model_dump(mode="json", by_alias=True, exclude_none=True))
+        except OSError as e:
+            fail(ScenarioError(f"--out: cannot write results to {out}: {e.strerror or e}"))
     if json_out:
         doc = {k: v for k, v in result.items() if k != "series"}
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
@@ -94,6 +122,8 @@ def run(
 
 def run_replications(scenario: Path, set_: list[str], seed: Optional[int], out: Optional[Path], json_out: bool,
                      reps: int, until: Optional[float], max_reps: int, workers: Optional[int], quiet: bool) -> None:
+    if out is not None and out.exists() and not out.is_dir():
+        fail(ScenarioError(f"--out: {out} exists and is not a directory"))
     try:
         s = load_scenario(scenario, set_)
         if until is None:
@@ -122,6 +152,9 @@ def run_replications(scenario: Path, set_: list[str], seed: Optional[int], out: 
                 runs.to_csv(out / "runs.csv", index=False)
     except (ScenarioError, ExperimentError) as e:
         fail(e)
+        return
+    except OSError as e:
+        fail(ExperimentError(f"--out: cannot write to {out}: {e.strerror or e}"))
         return
     summary = replication_summary(runs)
     if json_out:
@@ -166,10 +199,10 @@ def _pm(c: dict[str, float], scale: float = 1.0, digits: int = 3) -> str:
 
 
 def print_replications(summary: dict[str, Any], name: str) -> None:
-    t = Table(title=f"{name}: mean ± 95 % interval over {summary['reps']} replications")
+    t = Table(title=f"{escape(name)}: mean ± 95 % interval over {summary['reps']} replications")
     for col in ("flow", "kind", "path", "goodput Mb/s", "throughput Mb/s", "loss %", "retx", "RTT ms"):
         t.add_column(col, justify="left" if col in ("flow", "kind", "path") else "right")
-    for f in summary["flows"]:
+    for f in summary["flows"][:MAX_ROWS]:
         t.add_row(f["name"], f["kind"], f"{f['src']} → {f['dst']}", _pm(f["goodput_bps"], 1e-6),
                   _pm(f["throughput_bps"], 1e-6), _pm(f["loss_rate"], 100), _pm(f["retransmits"]),
                   _pm(f["rtt_mean_s"], 1e3))
@@ -193,6 +226,8 @@ def sweep(
     """Run a scenario over a grid of parameter values, with replications."""
     if workers is not None and workers < 1:
         fail(ScenarioError(f"--workers: {workers} is not allowed (at least 1)"))
+    if out.exists() and not out.is_dir():
+        fail(ScenarioError(f"--out: {out} exists and is not a directory"))
     try:
         s = load_scenario(scenario, set_)
         g = {a.path: list(a.values) for a in (parse_axis(x, "--grid") for x in grid)}
@@ -212,11 +247,11 @@ def sweep(
     from .report import IDENTICAL_NOTE, identical_replications, point_summary
 
     table = point_summary(runs, plan.axes)
-    t = Table(title=f"{s.name}: {len(plan.points)} points × {n} replications (mean ± 95 % interval)")
+    t = Table(title=f"{escape(s.name)}: {len(plan.points)} points × {n} replications (mean ± 95 % interval)")
     for col in table.columns:
-        t.add_column(col, justify="right")
-    for row in table.itertuples(index=False):
-        t.add_row(*[str(v) for v in row])
+        t.add_column(escape(str(col)), justify="right")
+    for row in list(table.itertuples(index=False))[:MAX_ROWS]:
+        t.add_row(*[escape(str(v)) for v in row])
     out_console.print(t)
     if identical_replications(runs, plan.axes):
         err_console.print(IDENTICAL_NOTE)
@@ -251,7 +286,10 @@ def resolve_command(
         return
     text = json.dumps(resolved, indent=2)
     if output:
-        output.write_text(text)
+        try:
+            output.write_text(text)
+        except OSError as e:
+            fail(ScenarioError(f"--output: cannot write {output}: {e.strerror or e}"))
     else:
         sys.stdout.write(text + "\n")
 
@@ -263,10 +301,16 @@ def validate(
     set_: list[str] = typer.Option([], "--set", help=SET_HELP),
 ) -> None:
     """Check a scenario without running it."""
+    from . import _sim
+
     try:
         resolved = resolve(load_scenario(scenario, set_))
+        _sim.check_json(json.dumps(resolved))  # the engine's own checks (routes, loops), without running
     except ScenarioError as e:
         fail(e)
+        return
+    except ValueError as e:
+        fail(ScenarioError(str(e)))
         return
     out_console.print(
         f"[green]ok[/]: {len(resolved['nodes'])} nodes, {len(resolved['links'])} links, "
@@ -280,12 +324,12 @@ def _fmt(v: Any, scale: float = 1.0, digits: int = 3) -> str:
 
 def print_result(result: dict[str, Any]) -> None:
     window = result["measure_stop_s"] - result["measure_start_s"]
-    t = Table(title=f"{result['scenario']}: {window:g} s measured (seed {result['seed']})")
+    t = Table(title=f"{escape(result['scenario'])}: {window:g} s measured (seed {result['seed']})")
     for col, justify in [("flow", "left"), ("kind", "left"), ("path", "left"), ("throughput", "right"),
                          ("goodput", "right"), ("loss %", "right"), ("retx", "right"), ("RTOs", "right"),
                          ("RTT ms", "right"), ("cwnd KB", "right")]:
         t.add_column(col, justify=justify)
-    for f in result["flows"]:
+    for f in result["flows"][:MAX_ROWS]:
         t.add_row(
             f["name"], f["kind"], f"{f['src']} → {f['dst']}",
             format_rate(f["throughput_bps"]), format_rate(f["goodput_bps"]),
@@ -294,6 +338,8 @@ def print_result(result: dict[str, Any]) -> None:
             _fmt(f["rtt_mean_s"], 1e3), _fmt(f["cwnd_mean_bytes"], 1 / 1024),
         )
     out_console.print(t)
+    if len(result["flows"]) > MAX_ROWS:
+        out_console.print(f"… and {len(result['flows']) - MAX_ROWS} more flows (all of them: --json or --out)")
     busy = [l for l in result["links"] if l["queue_drops"] or l["loss_drops"] or l["utilisation"] >= 0.5]
     if busy:
         lt = Table(title="busy or lossy link directions")
@@ -303,7 +349,7 @@ def print_result(result: dict[str, Any]) -> None:
             lt.add_row(l["name"], format_rate(l["rate_bps"]), f"{100 * l['utilisation']:.1f}",
                        str(l["queue_drops"]), str(l["loss_drops"]))
         out_console.print(lt)
-    for f in result["flows"]:
+    for f in result["flows"][:MAX_ROWS]:
         if f["completion_time_s"] is not None:
             out_console.print(f"{f['name']}: transfer completed at {f['completion_time_s']:.3f} s")
     goodputs = [f["goodput_bps"] for f in result["flows"]]

@@ -25,7 +25,7 @@ def format_location(loc: tuple) -> str:
             out += f"[{part}]"
         else:
             out += ("." if out else "") + str(part)
-    return out or "(scenario)"
+    return out or "scenario"
 
 
 def from_validation_error(err, source: str | None = None) -> ScenarioError:
@@ -43,5 +43,8 @@ def from_validation_error(err, source: str | None = None) -> ScenarioError:
         if e["type"] in ("literal_error", "enum"):
             problems.append(f"{where}: {e['input']!r} is not allowed; {msg[0].lower()}{msg[1:]}")
             continue
+        if not e["type"].startswith("value_error") and isinstance(e.get("input"), (int, float, str, bool)):
+            msg = f"{msg} (got {e['input']!r})"
         problems.append(f"{where}: {msg}")
-    return ScenarioError(problems, source)
+    unique = list(dict.fromkeys(problems))
+    return ScenarioError(unique, source)

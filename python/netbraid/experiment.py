@@ -141,7 +141,7 @@ def make_plan(scenario: Scenario, grid: Iterable[Axis] = (), zipped: Iterable[Ax
             s = Scenario.model_validate(data)
         except ValidationError as e:
             where = ", ".join(f"{k}={v}" for k, v in point.items())
-            raise from_validation_error(e, source=f"sweep point {where}") from None
+            raise from_validation_error(e, source=f"sweep point {where}" if where else None) from None
         resolved.append(resolve(s, seed=seed))
     return Plan(scenario, grid, zipped, reps, seed, first_rep, points, resolved)
 

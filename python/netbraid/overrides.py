@@ -18,7 +18,7 @@ from .errors import ScenarioError
 def parse_value(raw: str) -> Any:
     try:
         return tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         return raw
 
 
@@ -57,7 +57,9 @@ def set_path(data: dict[str, Any], path: str, value: Any, origin: str) -> None:
     """Set the field at dotted `path`; `origin` names the option in errors."""
     parts = path.split(".")
     cur: Any = data
-    for part in parts[:-1]:
+    for part, following in zip(parts[:-1], parts[1:]):
+        if isinstance(cur, dict) and part not in cur and following.isdigit():
+            raise ScenarioError(f"{origin}: there is no '{part}' list yet, so it has no element {following}")
         cur = cur[_step(cur, part, origin, create=True)]
     cur[_step(cur, parts[-1], origin, create=False)] = value
 

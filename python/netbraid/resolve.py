@@ -41,6 +41,7 @@ TCP_DEFAULTS: dict[str, Any] = {
     "log_congestion": False,
 }
 CBR_DEFAULT_PACKET = 1000
+MAX_SAMPLES = 1_000_000  # time-series samples per run
 
 
 def rfc5681_initial_window(mss: int) -> int:
@@ -95,6 +96,10 @@ def tcp_config(defaults: TcpOptions, flow: TcpOptions | None = None) -> dict[str
     if cfg["initial_window"] is None:
         cfg["initial_window"] = rfc5681_initial_window(cfg["mss"])
     cfg["cc"] = "reno" if cfg["cc"] == "newreno" else cfg["cc"]
+    if cfg["rto_min"] <= 0 or cfg["rto_initial"] <= 0:
+        raise ScenarioError("tcp.rto_min and tcp.rto_initial: must be longer than zero (e.g. \"200ms\", \"1s\")")
+    if cfg["rto_initial"] > cfg["rto_max"]:
+        raise ScenarioError(f"tcp.rto_initial ({cfg['rto_initial'] / 1e9:g} s) is larger than tcp.rto_max ({cfg['rto_max'] / 1e9:g} s)")
     for buf in ("rcvbuf", "sndbuf"):
         if cfg[buf] < cfg["mss"]:
             raise ScenarioError(
@@ -111,23 +116,30 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
     (link direction "a->b", output path)."""
     problems: list[str] = []
 
+    if seed is not None and not 0 <= seed < 2**64:
+        raise ScenarioError(f"seed: {seed} is out of range (allowed: 0 to 2^64-1)")
+
     # nodes
     nodes: list[dict[str, Any]] = []
     groups: dict[str, list[int]] = {}
+    seen_names: set[str] = set()
     for kind, items in (("hosts", s.hosts), ("routers", s.routers)):
         for i, n in enumerate(items):
             members = []
-            for name in _names(n.name, n.count):
-                if any(x["name"] == name for x in nodes) or (name in groups and name != n.name):
+            names = _names(n.name, n.count)
+            if n.name in groups or (n.count is not None and n.name in seen_names):
+                problems.append(f"{kind}[{i}].name: '{n.name}' is used twice")
+            for name in names:
+                if name in seen_names or (name != n.name and name in groups):
                     problems.append(f"{kind}[{i}].name: node name '{name}' is used twice")
+                seen_names.add(name)
                 members.append(len(nodes))
                 nodes.append({"name": name, "router": kind == "routers"})
-            if n.name in groups:
-                problems.append(f"{kind}[{i}].name: '{n.name}' is used twice")
             groups[n.name] = members
             if n.count is not None:
-                for name, idx in zip(_names(n.name, n.count), members):
+                for name, idx in zip(names, members):
                     groups.setdefault(name, [idx])
+    problems = list(dict.fromkeys(problems))
     if problems:
         raise ScenarioError(problems)
     known = ", ".join(sorted(groups)) or "(none: add hosts and routers)"
@@ -179,9 +191,18 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
         where = f"flows[{i}]"
         try:
             pairs = _pair(where, lookup(f"{where}.from", f.src), lookup(f"{where}.to", f.dst), f.src, f.dst)
-            if f.start >= duration:
-                raise ScenarioError(f"{where}.start: {f.start / 1e9:g} s is not before the end of the run (duration {duration / 1e9:g} s)")
             expanded = [(a, b) for a, b in pairs for _ in range(f.count)]
+            last_start = f.start + (len(expanded) - 1) * f.start_step
+            if last_start >= duration:
+                which = "start" if len(expanded) == 1 else "start_step"
+                raise ScenarioError(
+                    f"{where}.{which}: the last of its {len(expanded)} flow(s) would start at {last_start / 1e9:g} s, "
+                    f"not before the end of the run (duration {duration / 1e9:g} s)"
+                )
+            for a, b in pairs:
+                for node, role in ((a, "from"), (b, "to")):
+                    if nodes[node]["router"]:
+                        raise ScenarioError(f"{where}.{role}: '{nodes[node]['name']}' is a router; flows run between hosts")
             tcp = tcp_config(s.tcp, f) if f.kind == "tcp" else None
             for k, (a, b) in enumerate(expanded):
                 if a == b:
@@ -203,7 +224,8 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                 if f.kind == "tcp":
                     spec.update(kind="tcp", tcp=tcp, bytes=f.bytes)
                 else:
-                    spec.update(kind="cbr", rate_bps=f.rate, packet_bytes=f.packet_size or CBR_DEFAULT_PACKET)
+                    spec.update(kind="cbr", rate_bps=f.rate,
+                                packet_bytes=CBR_DEFAULT_PACKET if f.packet_size is None else f.packet_size)
                 flows.append(spec)
         except ScenarioError as e:
             problems.extend(e.problems)
@@ -233,7 +255,11 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
             if channel is None:
                 raise ScenarioError(f"{where}.via: '{r.via}' is not a neighbour of '{r.node}' (no link joins them)")
             targets = ifaces_of[d] if r.to_iface is None else [iface(f"{where}.to_iface", d, r.to_iface)]
-            routes.extend({"node": n, "dst_iface": t, "channel": channel} for t in targets)
+            for t in targets:
+                earlier = next((x for x in routes if x["node"] == n and x["dst_iface"] == t), None)
+                if earlier is not None and earlier["channel"] != channel:
+                    raise ScenarioError(f"{where}: a route at '{r.node}' for '{r.to}' is already given with another via")
+                routes.append({"node": n, "dst_iface": t, "channel": channel})
         except ScenarioError as e:
             problems.extend(e.problems)
 
@@ -244,6 +270,11 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
         problems.append(f"measure.stop: {stop / 1e9:g} s is after the end of the run (duration {duration / 1e9:g} s)")
     if m.start >= stop:
         problems.append(f"measure.start: {m.start / 1e9:g} s must be before measure.stop ({stop / 1e9:g} s)")
+    if m.interval is not None and duration // m.interval > MAX_SAMPLES:
+        problems.append(
+            f"measure.interval: {m.interval / 1e9:g} s gives {duration // m.interval:,} samples over the run; "
+            f"allowed at most {MAX_SAMPLES:,} (an interval of at least {duration / MAX_SAMPLES / 1e9:g} s)"
+        )
 
     # captures
     pcaps = []

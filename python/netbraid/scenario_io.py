@@ -17,7 +17,7 @@ from .schema import Scenario
 def read_toml(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     try:
-        text = p.read_text()
+        text = p.read_text(encoding="utf-8-sig")  # tolerate a byte-order mark
     except FileNotFoundError:
         raise ScenarioError(f"no such scenario file: {p}") from None
     except (IsADirectoryError, PermissionError, UnicodeDecodeError) as e:
@@ -26,6 +26,8 @@ def read_toml(path: str | Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(f"invalid TOML: {e}", source=str(p)) from None
+    except RecursionError:
+        raise ScenarioError("invalid TOML: nested too deeply", source=str(p)) from None
 
 
 def validate(data: dict[str, Any], source: str | None = None) -> Scenario:

@@ -27,8 +27,11 @@ QueueLimit = Annotated[
     BeforeValidator(units.parse_queue),
     PlainSerializer(lambda v: f"{v[1]}p" if v[0] == "packets" else f"{v[1]}B", return_type=str),
 ]
-Probability = Annotated[float, Field(ge=0.0, le=1.0)]
-Count = Annotated[int, Field(ge=1)]
+Probability = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+# Strict: true/"yes" are not numbers, 1.5 is not a count.
+Count = Annotated[int, Field(ge=1, le=10**6, strict=True)]
+Index = Annotated[int, Field(ge=0, le=10**6, strict=True)]
+Flag = Annotated[bool, Field(strict=True)]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 
@@ -48,6 +51,17 @@ class Strict(BaseModel):
     """Rejects unknown fields, naming the ones that are allowed."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_assignment=True)
+
+    # Mistakes made in Python code get the same ScenarioError as in files.
+    # (Only assignment here: pydantic calls an overridden __init__ of nested
+    # models during validation, so only the top-level Scenario overrides it.)
+    def __setattr__(self, name: str, value: Any) -> None:
+        try:
+            super().__setattr__(name, value)
+        except ValidationError as e:
+            from .errors import from_validation_error
+
+            raise from_validation_error(e) from None
 
     @model_validator(mode="before")
     @classmethod
@@ -87,7 +101,7 @@ class ListLoss(Strict):
     """Drop exactly these packets (0-based, in this direction's transmission order)."""
 
     model: Literal["list"]
-    indices: list[Annotated[int, Field(ge=0)]]
+    indices: list[Annotated[int, Field(ge=0, lt=2**63, strict=True)]]
 
 
 def _loss_shorthand(v: Any) -> Any:
@@ -159,8 +173,8 @@ class TcpOptions(Strict):
 
     cc: Optional[Literal["reno", "newreno", "cubic"]] = None
     recovery: Optional[Literal["reno", "newreno", "sack"]] = None
-    mss: Optional[Annotated[int, Field(ge=1, le=65495)]] = None
-    header_bytes: Optional[Annotated[int, Field(ge=20, le=120)]] = None
+    mss: Optional[Annotated[int, Field(ge=1, le=65495, strict=True)]] = None
+    header_bytes: Optional[Annotated[int, Field(ge=20, le=120, strict=True)]] = None
     initial_window: Optional[Count] = None
     initial_ssthresh: Optional[Size] = None
     window: Optional[Size] = None
@@ -169,14 +183,14 @@ class TcpOptions(Strict):
     rto_min: Optional[Time] = None
     rto_max: Optional[Time] = None
     rto_initial: Optional[Time] = None
-    delayed_ack: Optional[bool] = None
+    delayed_ack: Optional[Flag] = None
     delack_timeout: Optional[Time] = None
     delack_count: Optional[Count] = None
     abc_limit: Optional[Count] = None
     dupthresh: Optional[Count] = None
-    limited_transmit: Optional[bool] = None
-    max_sack_blocks: Optional[Annotated[int, Field(ge=1, le=4)]] = None
-    log_congestion: Optional[bool] = None
+    limited_transmit: Optional[Flag] = None
+    max_sack_blocks: Optional[Annotated[int, Field(ge=1, le=4, strict=True)]] = None
+    log_congestion: Optional[Flag] = None
 
 
 TCP_FIELDS = tuple(TcpOptions.model_fields)
@@ -198,16 +212,16 @@ class Flow(TcpOptions):
     kind: Literal["tcp", "cbr"] = "tcp"
     src: Name = Field(alias="from")
     dst: Name = Field(alias="to")
-    from_iface: Optional[Annotated[int, Field(ge=0)]] = None
-    to_iface: Optional[Annotated[int, Field(ge=0)]] = None
+    from_iface: Optional[Index] = None
+    to_iface: Optional[Index] = None
     count: Count = 1
     start: Time = 0
     start_step: Time = 0
     start_jitter: Time = 0
     stop: Optional[Time] = None
-    bytes: Optional[Size] = None
+    bytes: Optional[Annotated[Size, Field(ge=1)]] = None
     rate: Optional[Rate] = None
-    packet_size: Optional[Size] = None
+    packet_size: Optional[Annotated[Size, Field(ge=1, le=65507)]] = None  # IPv4 UDP payload limit
 
     @model_validator(mode="after")
     def _fields_match_kind(self) -> "Flow":
@@ -231,7 +245,7 @@ class Route(Strict):
 
     node: Name
     to: Name
-    to_iface: Optional[Annotated[int, Field(ge=0)]] = None
+    to_iface: Optional[Index] = None
     via: Name
 
 
@@ -270,9 +284,17 @@ class Sweep(Strict):
 class Scenario(Strict):
     """A network and the traffic on it."""
 
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as e:
+            from .errors import from_validation_error
+
+            raise from_validation_error(e) from None
+
     name: str = "scenario"
     duration: Time
-    seed: Annotated[int, Field(ge=0, lt=2**64)] = 1
+    seed: Annotated[int, Field(ge=0, lt=2**64, strict=True)] = 1
     tcp: TcpOptions = TcpOptions()
     hosts: list[Host] = []
     routers: list[Router] = []
@@ -318,5 +340,6 @@ class Scenario(Strict):
         except ValidationError as e:
             err = from_validation_error(e)
             prefix = f"{field}[{len(items)}]"
-            raise type(err)([f"{prefix}.{p}" if not p.startswith(field) else p for p in err.problems]) from None
+            problems = [p.replace("scenario: ", f"{prefix}: ", 1) if p.startswith("scenario: ") else f"{prefix}.{p}" for p in err.problems]
+            raise type(err)(problems) from None
         return self

@@ -8,6 +8,7 @@ ms, s or min. Every parser raises ``ValueError`` whose text says what is allowed
 
 from __future__ import annotations
 
+import math
 import re
 
 _NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
@@ -40,19 +41,37 @@ def _split(text: object, what: str) -> tuple[float, str]:
     m = _PATTERN.match(str(text))
     if not m:
         raise ValueError(f"{text!r} is not {what}")
-    return float(m.group(1)), m.group(2)
+    value = float(m.group(1))
+    if not math.isfinite(value):
+        raise ValueError(f"{text!r} is not a finite number")
+    return value, m.group(2)
+
+
+# Upper bounds keep every sum of times, sizes and rates far inside the
+# simulator's 64-bit integers (2^64 ns is 584 years).
+MAX_TIME_NS = 10**16  # about 115 days
+MAX_RATE_BPS = 10**13  # 10 Tb/s
+MAX_SIZE_BYTES = 2**50  # 1 PiB
+
+
+def _bounded(value: int, limit: int, text: object, what: str) -> int:
+    if value > limit:
+        raise ValueError(f"{text!r} is too large (allowed: up to {what})")
+    return value
 
 
 def parse_rate(text: object) -> int:
     """Bit/s as an integer."""
     value, unit = _split(text, RATE_HELP)
+    if "B" in unit:
+        raise ValueError(f"{text!r}: rates are in bits per second, not bytes (8 bits = 1 byte); e.g. \"80Mbps\" for 10 MB/s")
     factor = RATE_UNITS.get(unit.lower())
     if factor is None:
         raise ValueError(f"{text!r}: unknown or missing rate unit; expected {RATE_HELP}")
     bps = round(value * factor)
     if bps <= 0:
         raise ValueError(f"{text!r}: a rate must be positive")
-    return bps
+    return _bounded(bps, MAX_RATE_BPS, text, "10 Tbps")
 
 
 def parse_time(text: object, *, allow_zero: bool = True) -> int:
@@ -66,7 +85,7 @@ def parse_time(text: object, *, allow_zero: bool = True) -> int:
     ns = round(value * factor)
     if ns == 0 and not allow_zero:
         raise ValueError(f"{text!r}: must be longer than zero")
-    return ns
+    return _bounded(ns, MAX_TIME_NS, text, "10^7 s, about 115 days")
 
 
 def parse_size(text: object) -> int:
@@ -74,14 +93,14 @@ def parse_size(text: object) -> int:
     if isinstance(text, int) and not isinstance(text, bool):
         if text < 0:
             raise ValueError(f"{text}: a size cannot be negative")
-        return text
+        return _bounded(text, MAX_SIZE_BYTES, text, "1 PiB")
     if isinstance(text, str) and text.strip().startswith("-"):
         raise ValueError(f"{text!r}: a size cannot be negative")
     value, unit = _split(text, SIZE_HELP)
     factor = SIZE_UNITS.get(unit.lower())
     if factor is None:
         raise ValueError(f"{text!r}: unknown or missing size unit; expected {SIZE_HELP}")
-    return round(value * factor)
+    return _bounded(round(value * factor), MAX_SIZE_BYTES, text, "1 PiB")
 
 
 def parse_queue(text: object) -> tuple[str, int]:
@@ -89,14 +108,14 @@ def parse_queue(text: object) -> tuple[str, int]:
     if isinstance(text, int) and not isinstance(text, bool):
         if text < 0:
             raise ValueError(f"{text}: a queue limit cannot be negative")
-        return ("packets", text)
+        return ("packets", _bounded(text, 2**31, text, "2^31 packets"))
     if isinstance(text, str) and text.strip().startswith("-"):
         raise ValueError(f"{text!r}: a queue limit cannot be negative")
     value, unit = _split(text, QUEUE_HELP)
     if unit.lower() in PACKET_UNITS:
         if value != int(value):
             raise ValueError(f"{text!r}: a packet count must be a whole number")
-        return ("packets", int(value))
+        return ("packets", _bounded(int(value), 2**31, text, "2^31 packets"))
     if unit.lower() in SIZE_UNITS:
         return ("bytes", parse_size(text))
     raise ValueError(f"{text!r}: unknown queue unit; expected {QUEUE_HELP}")

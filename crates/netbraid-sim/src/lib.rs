@@ -25,8 +25,18 @@ pub use sim::{RunResult, Simulation};
 /// Parse a resolved scenario (JSON), run it, and return the results as JSON.
 /// Every failure is an `Err` with a message for the user.
 pub fn run_json(scenario_json: &str) -> Result<String, String> {
-    let result = run_scenario(&parse_scenario(scenario_json)?)?;
+    run_json_with(scenario_json, &mut || false)
+}
+
+/// As `run_json`, asking `interrupted` now and then whether to stop.
+pub fn run_json_with(scenario_json: &str, interrupted: &mut dyn FnMut() -> bool) -> Result<String, String> {
+    let result = Simulation::new(&parse_scenario(scenario_json)?)?.run_with(interrupted)?;
     serde_json::to_string(&result).map_err(|e| format!("could not encode results: {e}"))
+}
+
+/// Every check a run makes before it starts, without running.
+pub fn check_json(scenario_json: &str) -> Result<(), String> {
+    Simulation::new(&parse_scenario(scenario_json)?).map(|_| ())
 }
 
 pub fn parse_scenario(json: &str) -> Result<Scenario, String> {

@@ -23,10 +23,26 @@ fn check_probability(path: &str, p: f64) -> Result<(), String> {
     }
 }
 
-fn check_direction(path: &str, d: &DirectionSpec) -> Result<QueueLimit, String> {
-    if d.rate_bps == 0 {
-        return Err(format!("{path}.rate: must be positive"));
+/// Largest time the engine accepts (about 115 days): every sum of times then
+/// stays far inside u64 nanoseconds.
+pub const MAX_TIME_NS: u64 = 10_u64.pow(16);
+/// Largest rate (10 Tb/s).
+pub const MAX_RATE_BPS: u64 = 10_u64.pow(13);
+/// Most time-series samples in one run.
+pub const MAX_SAMPLES: u64 = 1_000_000;
+
+fn check_time(path: &str, t: u64) -> Result<(), String> {
+    if t > MAX_TIME_NS {
+        return Err(format!("{path}: {} s is too long (allowed: up to 10^7 s)", t as f64 / 1e9));
     }
+    Ok(())
+}
+
+fn check_direction(path: &str, d: &DirectionSpec) -> Result<QueueLimit, String> {
+    if d.rate_bps == 0 || d.rate_bps > MAX_RATE_BPS {
+        return Err(format!("{path}.rate: {} bit/s is not allowed (1 bit/s to 10 Tbit/s)", d.rate_bps));
+    }
+    check_time(&format!("{path}.delay"), d.delay_ns)?;
     match &d.loss {
         LossSpec::Bernoulli { p } => check_probability(&format!("{path}.loss.p"), *p)?,
         LossSpec::GilbertElliott { p_gb, p_bg, loss_good, loss_bad } => {
@@ -52,6 +68,7 @@ impl Simulation {
         if scn.duration_ns == 0 {
             return Err("duration: must be positive".into());
         }
+        check_time("duration", scn.duration_ns)?;
         let name_of = |n: NodeId| scn.nodes[n as usize].name.clone();
         let mut channels = Vec::with_capacity(scn.links.len() * 2);
         let mut iface_node = Vec::with_capacity(scn.links.len() * 2);
@@ -90,7 +107,24 @@ impl Simulation {
             }
         }
         let is_router: Vec<bool> = scn.nodes.iter().map(|n| n.router).collect();
-        let mut routes = RoutingTable::shortest_paths(&Graph { is_router: &is_router, links: &pairs });
+        let mut routes = RoutingTable::new(&Graph { is_router: &is_router, links: &pairs });
+        // Tables only for the interfaces traffic is addressed to: every flow's
+        // destination (for data) and, once known, its source (for ACKs).
+        let mut first_iface_of: Vec<Option<IfaceId>> = vec![None; n_nodes];
+        for (i, &n) in iface_node.iter().enumerate().rev() {
+            first_iface_of[n as usize] = Some(i as IfaceId);
+        }
+        let first_iface = |n: NodeId| first_iface_of[n as usize];
+        for f in &scn.flows {
+            if let Some(d) = f.dst_iface.or_else(|| first_iface(f.dst)) {
+                if (d as usize) < iface_node.len() {
+                    routes.add_destination(d)?;
+                }
+            }
+            if let Some(s) = f.src_iface.filter(|&s| (s as usize) < iface_node.len()) {
+                routes.add_destination(s)?;
+            }
+        }
         for (i, r) in scn.routes.iter().enumerate() {
             if r.node as usize >= n_nodes {
                 return Err(format!("routes[{i}].node: node index {} does not exist", r.node));
@@ -99,7 +133,7 @@ impl Simulation {
                 return Err(format!("routes[{i}].to: interface {} does not exist", r.dst_iface));
             }
             match channels.get(r.channel as usize) {
-                Some(c) if c.from == r.node => routes.set(r.node, r.dst_iface, r.channel),
+                Some(c) if c.from == r.node => routes.set(r.node, r.dst_iface, r.channel)?,
                 Some(_) => {
                     return Err(format!("routes[{i}].via: link does not start at '{}'", name_of(r.node)))
                 }
@@ -107,11 +141,15 @@ impl Simulation {
             }
         }
 
-        let first_iface = |n: NodeId| iface_node.iter().position(|&m| m == n).map(|i| i as IfaceId);
         let mut endpoints = Vec::new();
         let mut flows = Vec::new();
         for (i, f) in scn.flows.iter().enumerate() {
-            let path = format!("flows[{i}] '{}'", f.name);
+            let path = format!("flow '{}'", f.name);
+            check_time(&format!("{path}.start"), f.start_ns)?;
+            check_time(&format!("{path}.start_jitter"), f.start_jitter_ns)?;
+            if let Some(stop) = f.stop_ns {
+                check_time(&format!("{path}.stop"), stop)?;
+            }
             for (k, n) in [("from", f.src), ("to", f.dst)] {
                 if n as usize >= n_nodes {
                     return Err(format!("{path}.{k}: node index {n} does not exist"));
@@ -136,6 +174,7 @@ impl Simulation {
                 return Err(unreachable());
             }
             let src_iface = out_channel;
+            routes.add_destination(src_iface)?; // static routes set earlier are kept
             let back_channel = routes.lookup(f.dst, src_iface);
             if back_channel == NO_ROUTE || back_channel == LOCAL {
                 return Err(unreachable());
@@ -167,11 +206,20 @@ impl Simulation {
                     if tcp.rcvbuf < tcp.mss as u64 || tcp.sndbuf < tcp.mss as u64 {
                         return Err(format!("{path}: socket buffers must hold at least one segment (mss {} B)", tcp.mss));
                     }
+                    if tcp.mss as u64 + tcp.header_bytes as u64 + 40 > 65535 {
+                        return Err(format!("{path}.mss: a segment must fit in an IPv4 packet (mss + headers ≤ 65535 B)"));
+                    }
+                    if tcp.rto_min == 0 || tcp.rto_initial == 0 || tcp.rto_min > tcp.rto_max || tcp.rto_initial > tcp.rto_max {
+                        return Err(format!("{path}: RTO settings need 0 < rto_min ≤ rto_max and 0 < rto_initial ≤ rto_max"));
+                    }
+                    for (k, t) in [("rto_max", tcp.rto_max), ("delack_timeout", tcp.delack_timeout), ("clock_granularity", tcp.clock_granularity)] {
+                        check_time(&format!("{path}.{k}"), t)?;
+                    }
                     (Role::TcpSender(TcpSender::new(tcp.clone())), Role::TcpReceiver(TcpReceiver::new(tcp)))
                 }
                 FlowKind::Cbr { rate_bps, packet_bytes } => {
-                    if *rate_bps == 0 || *packet_bytes == 0 {
-                        return Err(format!("{path}: rate and packet size must be positive"));
+                    if *rate_bps == 0 || *rate_bps > MAX_RATE_BPS || *packet_bytes == 0 || *packet_bytes > 65507 {
+                        return Err(format!("{path}: rate must be 1 bit/s to 10 Tbit/s and packet size 1 to 65507 B"));
                     }
                     let stop = f.stop_ns.unwrap_or(u64::MAX);
                     (Role::Cbr(CbrSource::new(*rate_bps, *packet_bytes, start, stop)), Role::UdpSink(UdpSink::default()))
@@ -218,8 +266,10 @@ impl Simulation {
         if m.start_ns >= m.stop_ns {
             return Err("measure: start must be before stop".into());
         }
-        if m.interval_ns == Some(0) {
-            return Err("measure.interval: must be positive".into());
+        if let Some(iv) = m.interval_ns {
+            if iv == 0 || scn.duration_ns / iv > MAX_SAMPLES {
+                return Err(format!("measure.interval: at most {MAX_SAMPLES} samples per run (interval ≥ duration / {MAX_SAMPLES})"));
+            }
         }
         let mut pcap_of = vec![None; channels.len()];
         let mut pcaps = Vec::new();

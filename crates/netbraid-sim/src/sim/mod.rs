@@ -143,8 +143,19 @@ pub struct Simulation {
 
 impl Simulation {
     /// Run to the end and collect results.
-    pub fn run(mut self) -> Result<RunResult, String> {
+    pub fn run(self) -> Result<RunResult, String> {
+        self.run_with(&mut || false)
+    }
+
+    /// Run, asking `interrupted` every 2^20 events whether to stop (so that
+    /// Ctrl-C reaches a long run); a stop is `Err("interrupted")`.
+    pub fn run_with(mut self, interrupted: &mut dyn FnMut() -> bool) -> Result<RunResult, String> {
         let wall = std::time::Instant::now();
+        // Measurement boundaries first: at the same instant they come before
+        // the flows' own events (a flow starting at the window's start is
+        // counted from its first packet).
+        self.events.schedule(self.measure.start_ns, Event::MeasureStart);
+        self.events.schedule(self.measure.stop_ns.min(self.duration), Event::MeasureStop);
         for i in 0..self.flows.len() {
             let f = &self.flows[i];
             self.events.schedule(f.start, Event::Start(i as u32));
@@ -152,15 +163,9 @@ impl Simulation {
                 self.events.schedule(stop, Event::Stop(i as u32));
             }
         }
-        self.events.schedule(self.measure.start_ns, Event::MeasureStart);
-        self.events.schedule(self.measure.stop_ns.min(self.duration), Event::MeasureStop);
         if let Some(iv) = self.measure.interval_ns {
             self.last_sample = Some(self.snapshot(0));
-            let mut t = iv;
-            while t <= self.duration {
-                self.events.schedule(t, Event::Sample);
-                t += iv;
-            }
+            self.events.schedule(iv, Event::Sample); // each sample schedules the next
         }
         while let Some(t) = self.events.peek_time() {
             if t > self.duration {
@@ -168,6 +173,9 @@ impl Simulation {
             }
             let (now, ev) = self.events.pop().expect("peeked");
             self.handle(now, ev);
+            if self.events.executed() & 0xf_ffff == 0 && interrupted() {
+                return Err("interrupted".into());
+            }
         }
         for w in std::mem::take(&mut self.pcaps) {
             if let Err(e) = w.finish() {
@@ -211,7 +219,12 @@ impl Simulation {
                     s.close();
                 }
             }
-            Event::Sample => self.sample(now),
+            Event::Sample => {
+                self.sample(now);
+                if let Some(iv) = self.measure.interval_ns {
+                    self.events.schedule(now + iv, Event::Sample);
+                }
+            }
             Event::MeasureStart => self.at_start = Some(self.snapshot(now)),
             Event::MeasureStop => self.at_stop = Some(self.snapshot(now)),
         }
