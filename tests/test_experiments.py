@@ -180,3 +180,45 @@ def test_report_renders_tables_plots_and_html(tmp_path):
 def test_report_of_a_directory_without_results(tmp_path):
     r = subprocess.run(["netbraid", "report", str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "holds no results" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_axes_declared_in_the_scenario_file(tmp_path):
+    text = (DUMBBELL.read_text().replace('duration = "60s"', 'duration = "15s"')
+            + '\n[sweep]\nreps = 2\ngrid = { "links.1.rate" = ["5Mbps", "10Mbps"] }\n')
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    df = nb.sweep(path, grid={"tcp.cc": ["reno", "cubic"]})  # added to the declared axis
+    assert df["point"].nunique() == 4 and df["rep"].nunique() == 2
+    assert set(df["links.1.rate"]) == {"5Mbps", "10Mbps"} and set(df["tcp.cc"]) == {"reno", "cubic"}
+
+
+def test_axes_whose_values_are_tables(tmp_path):
+    df = nb.sweep(ROOT / "examples" / "lossy_path.toml",
+                  grid={"links.0.ab": [{"loss": 0.0005}, {"loss": 0.002}]}, reps=2,
+                  overrides=["duration=20s", "measure.start=5s"])
+    losses = df.groupby("links.0.ab")["loss_rate"].mean()
+    assert losses['{"loss": 0.002}'] > losses['{"loss": 0.0005}']
+
+
+def _children(pid: int) -> list[int]:
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+def test_a_killed_worker_stops_the_sweep_cleanly_and_resume_finishes_it(tmp_path):
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    assert subprocess.run(_sweep_cmd(whole), capture_output=True, timeout=300).returncode == 0
+    proc = subprocess.Popen(_sweep_cmd(cut, "--workers", "2"), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    while _journal_lines(cut) < 5 and time.time() < deadline:
+        time.sleep(0.02)
+    workers = _children(proc.pid)
+    assert workers, "no worker processes found"
+    os.kill(workers[0], signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    if proc.returncode != 0:  # the sweep noticed the dead worker (it may also have been finishing)
+        assert proc.returncode == 2 and b"worker process died" in err and b"--resume" in err
+        assert b"Traceback" not in err
+    r = subprocess.run(_sweep_cmd(cut, "--resume"), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    pd.testing.assert_frame_equal(_rows(whole), _rows(cut))

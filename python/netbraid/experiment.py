@@ -78,6 +78,8 @@ class Plan:
     first_rep: int = 0
     points: list[dict[str, Any]] = field(default_factory=list)
     resolved: list[dict[str, Any]] = field(default_factory=list)
+    #: per point, the axis values as the tables show them (see column_values)
+    labels: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def seed(self) -> int:
@@ -107,7 +109,7 @@ class Plan:
                     "point": p,
                     "rep": r,
                     "seed": seed,
-                    "values": self.points[p],
+                    "labels": self.labels[p],
                     "resolved": {**resolved, "seed": seed},
                 })
         return out
@@ -128,9 +130,16 @@ def make_plan(scenario: Scenario, grid: Iterable[Axis] = (), zipped: Iterable[Ax
     if zipped and len({len(a.values) for a in zipped}) > 1:
         lengths = ", ".join(f"{a.path} ({len(a.values)})" for a in zipped)
         raise ScenarioError(f"--zip axes must have the same number of values: {lengths}")
-    zip_rows = [dict(zip([a.path for a in zipped], vals)) for vals in zip(*[a.values for a in zipped])] or [{}]
-    grid_rows = [dict(zip([a.path for a in grid], vals)) for vals in itertools.product(*[a.values for a in grid])]
-    points = [{**z, **g} for z in zip_rows for g in grid_rows]
+    def rows(axes: list[Axis], combine) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        names = [a.path for a in axes]
+        raw = [dict(zip(names, v)) for v in combine(*[a.values for a in axes])]
+        shown = [dict(zip(names, v)) for v in combine(*[column_values(a) for a in axes])]
+        return (raw, shown) if axes else ([{}], [{}])
+
+    zip_raw, zip_shown = rows(zipped, zip)
+    grid_raw, grid_shown = rows(grid, itertools.product)
+    points = [{**z, **g} for z in zip_raw for g in grid_raw]
+    labels = [{**z, **g} for z in zip_shown for g in grid_shown]
     base = scenario.model_dump(mode="json", by_alias=True, exclude_none=True)
     resolved = []
     for point in points:
@@ -143,7 +152,7 @@ def make_plan(scenario: Scenario, grid: Iterable[Axis] = (), zipped: Iterable[Ax
             where = ", ".join(f"{k}={v}" for k, v in point.items())
             raise from_validation_error(e, source=f"sweep point {where}" if where else None) from None
         resolved.append(resolve(s, seed=seed))
-    return Plan(scenario, grid, zipped, reps, seed, first_rep, points, resolved)
+    return Plan(scenario, grid, zipped, reps, seed, first_rep, points, resolved, labels)
 
 
 def execute_task(task: dict[str, Any]) -> dict[str, Any]:
@@ -234,8 +243,21 @@ def prepare_directory(out: Path, plan: Plan, resume: bool, command: list[str]) -
     return Journal(out)
 
 
+def column_values(axis: Axis) -> list[Any]:
+    """How an axis's values appear in the tables: as they are when all are
+    numbers (or all strings), else as their JSON text, so that every column
+    has one type and can be grouped on (inline tables are not hashable)."""
+    vals = list(axis.values)
+    kinds = {type(v) for v in vals}
+    if len(kinds) == 1 and kinds <= {int, float, str, bool}:
+        return vals
+    if kinds <= {int, float}:
+        return [float(v) for v in vals]
+    return [v if isinstance(v, str) else json.dumps(v, sort_keys=True) for v in vals]
+
+
 def _context(task: dict[str, Any]) -> dict[str, Any]:
-    return {"run_id": task["run_id"], "point": task["point"], "rep": task["rep"], "seed": task["seed"], **task["values"]}
+    return {"run_id": task["run_id"], "point": task["point"], "rep": task["rep"], "seed": task["seed"], **task["labels"]}
 
 
 def tables_from_records(records: Iterable[dict[str, Any]], series_dir: Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:

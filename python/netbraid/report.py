@@ -125,6 +125,18 @@ def _figure():
     return fig, ax
 
 
+def _legend(ax) -> None:
+    """Inside the axes when short; to the right of them when it would cover data."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not labels:
+        return
+    if len(labels) <= 4:
+        ax.legend(fontsize="small")
+    else:
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+        ax.figure.set_size_inches(10.5, 4.6)
+
+
 def _save(fig, out: Path, stem: str) -> list[Path]:
     import matplotlib.pyplot as plt
 
@@ -173,7 +185,7 @@ def sweep_plots(runs: pd.DataFrame, axes: list[str], out: Path) -> list[Path]:
         ax.set_ylabel(ylabel)
         ax.set_title(f"{ylabel} against {x_axis}, mean and 95 % interval")
         if others:
-            ax.legend(fontsize="small")
+            _legend(ax)
         made += _save(fig, out, stem)
     flows = list(dict.fromkeys(runs["flow"]))
     if len(flows) <= 8:
@@ -183,7 +195,7 @@ def sweep_plots(runs: pd.DataFrame, axes: list[str], out: Path) -> list[Path]:
         ax.set_xlabel(xlabel)
         ax.set_ylabel("goodput (Mb/s)")
         ax.set_title(f"goodput per flow against {x_axis}, mean and 95 % interval")
-        ax.legend(fontsize="small")
+        _legend(ax)
         made += _save(fig, out, "goodput_per_flow")
     return made
 
@@ -203,7 +215,7 @@ def cdf_plot(runs: pd.DataFrame, axes: list[str], out: Path) -> list[Path]:
     ax.set_ylabel("fraction of flows × runs ≤ x")
     ax.set_title("distribution of per-flow goodput")
     ax.set_ylim(0, 1.02)
-    ax.legend(fontsize="small")
+    _legend(ax)
     return _save(fig, out, "goodput_cdf")
 
 
@@ -225,7 +237,8 @@ def series_plots(series: pd.DataFrame, runs: pd.DataFrame, axes: list[str], out:
             ax.set_xlabel("time (s)")
             ax.set_ylabel(ylabel)
             ax.set_title(f"{ylabel} over time" + (f" ({where}, seed {row.seed})" if where else f" (seed {row.seed})"))
-            ax.legend(fontsize="small", ncol=2)
+            ax.legend(fontsize="small", ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+            fig.set_size_inches(10.5, 4.6)
             made += _save(fig, out, f"{stem}_{i}")
     return made
 
