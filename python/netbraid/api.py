@@ -62,31 +62,13 @@ def run(
     ``max_reps`` is reached (sequential mode). Replication r uses seed
     (seed or the scenario's) + r. Time series, if sampled, are in
     ``df.attrs["series"]``."""
-    import pandas as pd
-
-    from .experiment import execute, make_plan
-    from .stats import relative_half_width
+    from .experiment import execute, make_plan, replicate_until
 
     s = as_scenario(scenario, overrides)
     if until is None:
         runs, series = execute(make_plan(s, reps=reps, seed=seed), workers=workers)
     else:
-        if not until > 0:
-            raise ScenarioError(f"until: {until} is not allowed (a positive fraction of the mean, e.g. 0.05)")
-        batch = max(3, reps)
-        tables, series_parts, done = [], [], 0
-        while True:
-            n = min(batch, max_reps - done)
-            runs, series = execute(make_plan(s, reps=n, seed=seed, first_rep=done), workers=workers)
-            tables.append(runs)
-            series_parts.append(series)
-            done += n
-            runs = pd.concat(tables, ignore_index=True)
-            widths = runs.groupby("flow", sort=False)[metric].agg(lambda v: relative_half_width(v.tolist()))
-            if done >= max_reps or (widths <= until).all():
-                break
-            batch = workers or 2
-        series = pd.concat(series_parts, ignore_index=True)
+        runs, series = replicate_until(s, until, max_reps=max_reps, reps=reps, seed=seed, workers=workers, metric=metric)
     runs.attrs["series"] = series
     return runs
 

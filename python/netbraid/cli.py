@@ -15,8 +15,8 @@ from rich.text import Text
 
 from .api import jain_fairness, run_resolved, sweep_axes
 from .errors import ScenarioError
-from .experiment import ExperimentError, execute, make_plan, parse_axis
-from .stats import mean_ci, relative_half_width
+from .experiment import ExperimentError, execute, make_plan, parse_axis, replicate_until
+from .stats import mean_ci
 from .resolve import resolve
 from .results_dir import write_run
 from .scenario_io import load_scenario
@@ -130,22 +130,11 @@ def run_replications(scenario: Path, set_: list[str], seed: Optional[int], out: 
             plan = make_plan(s, reps=reps, seed=seed)
             runs, _ = execute(plan, out, workers=workers, progress=not quiet and not json_out)
         else:
-            import pandas as pd
-
-            done, batch, tables = 0, max(3, reps), []
-            while True:
-                n = min(batch, max_reps - done)
-                plan = make_plan(s, reps=n, seed=seed, first_rep=done)
-                part, _ = execute(plan, workers=workers)
-                tables.append(part)
-                done += n
-                runs = pd.concat(tables, ignore_index=True)
-                widths = runs.groupby("flow", sort=False)["goodput_bps"].agg(lambda v: relative_half_width(v.tolist()))
+            def report(done: int, widest: float) -> None:
                 if not quiet and not json_out:
-                    err_console.print(f"{done} replications: widest goodput interval ±{100 * widths.max():.1f} % of the mean")
-                if done >= max_reps or (widths <= until).all():
-                    break
-                batch = workers or 2
+                    err_console.print(f"{done} replications: widest goodput interval ±{100 * widest:.1f} % of the mean")
+
+            runs, _ = replicate_until(s, until, max_reps=max_reps, reps=reps, seed=seed, workers=workers, on_batch=report)
             if out is not None:
                 out.mkdir(parents=True, exist_ok=True)
                 runs.to_parquet(out / "runs.parquet", index=False)

@@ -374,3 +374,31 @@ def execute(plan: Plan, out: Path | None = None, *, resume: bool = False, worker
     if out is not None:
         _write_tables(out, runs, series)
     return runs, series
+
+
+def replicate_until(scenario: Scenario, until: float, *, max_reps: int = 100, reps: int = 3, seed: int | None = None,
+                    workers: int | None = None, metric: str = "goodput_bps",
+                    on_batch: Callable[[int, float], None] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Sequential mode: add replications in batches (first `reps`, at least 3;
+    then one per worker) until every flow's 95 % interval of `metric` has a
+    half-width ≤ until × |mean|, or `max_reps` are done. `on_batch(done,
+    widest)` reports progress."""
+    from .stats import relative_half_width
+
+    if not until > 0:
+        raise ScenarioError(f"until: {until} is not allowed (a positive fraction of the mean, e.g. 0.05)")
+    done, batch = 0, max(3, reps)
+    tables, series_parts = [], []
+    while True:
+        n = min(batch, max_reps - done)
+        runs, series = execute(make_plan(scenario, reps=n, seed=seed, first_rep=done), workers=workers)
+        tables.append(runs)
+        series_parts.append(series)
+        done += n
+        runs = pd.concat(tables, ignore_index=True)
+        widths = runs.groupby("flow", sort=False)[metric].agg(lambda v: relative_half_width(v.tolist()))
+        if on_batch:
+            on_batch(done, float(widths.max()))
+        if done >= max_reps or (widths <= until).all():
+            return runs, pd.concat(series_parts, ignore_index=True)
+        batch = workers or os.cpu_count() or 2
