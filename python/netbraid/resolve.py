@@ -134,7 +134,8 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                     problems.append(f"{kind}[{i}].name: node name '{name}' is used twice")
                 seen_names.add(name)
                 members.append(len(nodes))
-                nodes.append({"name": name, "router": kind == "routers"})
+                nodes.append({"name": name, "router": kind == "routers",
+                              "multipath": getattr(n, "multipath", "none")})
             groups[n.name] = members
             if n.count is not None:
                 for name, idx in zip(names, members):

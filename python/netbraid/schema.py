@@ -158,10 +158,16 @@ class Host(Strict):
 
 
 class Router(Strict):
-    """A forwarding node. With `count`, a group."""
+    """A forwarding node. With `count`, a group.
+
+    `multipath` says how it uses several equal-cost next hops: "none" (the
+    lowest link), "round_robin" (per packet, ns-2's multiPath_: one counter
+    per destination shared by all flows), "ecmp" (per flow, by hashing its
+    addresses and ports), "weighted" (per packet, in proportion to the links' rates)."""
 
     name: Name
     count: Optional[Count] = None
+    multipath: Literal["none", "round_robin", "ecmp", "weighted"] = "none"
 
 
 # ---- TCP -------------------------------------------------------------------
@@ -318,8 +324,8 @@ class Scenario(Strict):
     def add_host(self, name: str, count: int | None = None) -> "Scenario":
         return self._append("hosts", Host, {"name": name, "count": count})
 
-    def add_router(self, name: str, count: int | None = None) -> "Scenario":
-        return self._append("routers", Router, {"name": name, "count": count})
+    def add_router(self, name: str, count: int | None = None, multipath: str | None = None) -> "Scenario":
+        return self._append("routers", Router, {"name": name, "count": count, "multipath": multipath})
 
     def add_link(self, a: str, b: str, **fields: Any) -> "Scenario":
         return self._append("links", Link, {"a": a, "b": b, **fields})

@@ -28,6 +28,9 @@ pub struct Scenario {
 pub struct NodeSpec {
     pub name: String,
     pub router: bool,
+    /// How a router uses several equal-cost next hops.
+    #[serde(default)]
+    pub multipath: crate::net::routing::Multipath,
 }
 
 #[derive(Clone, Debug, Deserialize)]

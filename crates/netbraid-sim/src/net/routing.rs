@@ -8,13 +8,70 @@
 //!
 //! Tables exist only for destinations that traffic uses (flow endpoints):
 //! a topology of 10^5 hosts needs 10^5 × (a few) entries, not 10^5 × 2·10^5.
+//!
+//! A router with a multipath policy spreads traffic over all its equal-cost
+//! next hops (see `Multipath`); an entry then names a group of channels.
 
 use super::{ChannelId, IfaceId, NodeId};
+use serde::Deserialize;
 use std::collections::VecDeque;
 
 pub const NO_ROUTE: u32 = u32::MAX;
 pub const LOCAL: u32 = u32::MAX - 1;
 const NO_SLOT: u32 = u32::MAX;
+/// Entries at or above this name a multipath group (index = entry − GROUP).
+const GROUP: u32 = 1 << 31;
+
+/// How a router uses several equal-cost next hops.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Multipath {
+    /// One next hop (the lowest link index).
+    #[default]
+    None,
+    /// Per-packet round robin with ns-2's `multiPath_` semantics: one counter
+    /// per node and destination, shared by every flow.
+    RoundRobin,
+    /// Per-flow hashing of the flow's addresses and ports: a flow never splits.
+    Ecmp,
+    /// Per-packet, in proportion to the next hops' link rates (smooth
+    /// weighted round robin: deterministic, exact proportions).
+    Weighted,
+}
+
+/// The equal-cost next hops of one (node, destination) entry.
+struct Group {
+    policy: Multipath,
+    channels: Vec<ChannelId>,
+    weights: Vec<i64>,
+    /// Round robin: next index. Weighted: current credits.
+    counter: usize,
+    credit: Vec<i64>,
+}
+
+impl Group {
+    fn pick(&mut self, flow_hash: u64) -> ChannelId {
+        let k = self.channels.len();
+        match self.policy {
+            Multipath::None => self.channels[0],
+            Multipath::RoundRobin => {
+                let ch = self.channels[self.counter];
+                self.counter = (self.counter + 1) % k;
+                ch
+            }
+            Multipath::Ecmp => self.channels[(flow_hash % k as u64) as usize],
+            Multipath::Weighted => {
+                let total: i64 = self.weights.iter().sum();
+                for (c, w) in self.credit.iter_mut().zip(&self.weights) {
+                    *c += w;
+                }
+                let best = (0..k).max_by_key(|&i| (self.credit[i], std::cmp::Reverse(i))).expect("non-empty");
+                self.credit[best] -= total;
+                self.channels[best]
+            }
+        }
+    }
+}
 /// Largest routing table (entries = destinations used × nodes), 1 GiB.
 const MAX_ENTRIES: usize = 1 << 28;
 
@@ -23,6 +80,10 @@ pub struct Graph<'a> {
     pub is_router: &'a [bool],
     /// (a, b) node pairs; link `l` has channels `2l` (a→b) and `2l+1` (b→a).
     pub links: &'a [(NodeId, NodeId)],
+    /// Per node: how it uses equal-cost next hops (empty = none anywhere).
+    pub multipath: &'a [Multipath],
+    /// Per channel: its rate (weights for `Multipath::Weighted`).
+    pub channel_rates: &'a [u64],
 }
 
 /// Next channel for every (node, destination interface in use).
@@ -36,8 +97,11 @@ pub struct RoutingTable {
     slot_of: Vec<u32>,
     /// Row `slot` holds the next channel from every node.
     next: Vec<ChannelId>,
-    /// Next hop towards each node P, computed once per P when first needed.
-    towards: Vec<Option<Vec<ChannelId>>>,
+    /// All equal-cost next hops towards each node P, computed once per P.
+    towards: Vec<Option<Vec<Vec<ChannelId>>>>,
+    multipath: Vec<Multipath>,
+    channel_rates: Vec<u64>,
+    groups: Vec<Group>,
     /// Most entries `next` may hold.
     max_entries: usize,
 }
@@ -58,6 +122,9 @@ impl RoutingTable {
             slot_of: vec![NO_SLOT; g.links.len() * 2],
             next: Vec::new(),
             towards: vec![None; n_nodes],
+            multipath: if g.multipath.is_empty() { vec![Multipath::None; n_nodes] } else { g.multipath.to_vec() },
+            channel_rates: g.channel_rates.to_vec(),
+            groups: Vec::new(),
             max_entries: MAX_ENTRIES,
         }
     }
@@ -82,28 +149,82 @@ impl RoutingTable {
         if self.towards[peer as usize].is_none() {
             self.towards[peer as usize] = Some(next_hops_towards(peer, &self.is_router, &self.adj));
         }
-        let to_peer = self.towards[peer as usize].as_ref().expect("just computed");
         let peer_forwards = self.is_router[peer as usize];
         self.slot_of[dst as usize] = (self.next.len() / self.n_nodes) as u32;
-        self.next.extend((0..self.n_nodes).map(|node| {
-            if node as NodeId == owner {
+        for node in 0..self.n_nodes {
+            let entry = if node as NodeId == owner {
                 LOCAL
             } else if node as NodeId == peer {
                 last_hop
-            } else if peer_forwards {
-                to_peer[node]
-            } else {
+            } else if !peer_forwards {
                 NO_ROUTE // the peer is a host: it does not forward
-            }
-        }));
+            } else {
+                let hops = &self.towards[peer as usize].as_ref().expect("just computed")[node];
+                let policy = self.multipath[node];
+                match hops.len() {
+                    0 => NO_ROUTE,
+                    1 => hops[0],
+                    _ if policy == Multipath::None => hops[0],
+                    _ => {
+                        let weights: Vec<i64> = hops.iter().map(|&c| (self.channel_rates[c as usize] / 1000).max(1) as i64).collect();
+                        self.groups.push(Group {
+                            policy,
+                            channels: hops.clone(),
+                            credit: vec![0; hops.len()],
+                            weights,
+                            counter: 0,
+                        });
+                        GROUP + (self.groups.len() - 1) as u32
+                    }
+                }
+            };
+            self.next.push(entry);
+        }
         Ok(())
+    }
+
+    /// The next channel from `node` towards `dst`. Multipath groups pick one
+    /// (and advance their round-robin state); `flow_hash` identifies the
+    /// packet's flow for ECMP.
+    #[inline]
+    pub fn route(&mut self, node: NodeId, dst: IfaceId, flow_hash: u64) -> u32 {
+        let e = self.entry(node, dst);
+        if e >= GROUP && e < LOCAL {
+            self.groups[(e - GROUP) as usize].pick(flow_hash)
+        } else {
+            e
+        }
+    }
+
+    /// The entry without choosing: a channel, LOCAL, NO_ROUTE, or (for a
+    /// multipath group) its first channel.
+    #[inline]
+    fn entry(&self, node: NodeId, dst: IfaceId) -> u32 {
+        match self.slot_of[dst as usize] {
+            NO_SLOT => NO_ROUTE,
+            slot => self.next[slot as usize * self.n_nodes + node as usize],
+        }
     }
 
     #[inline]
     pub fn lookup(&self, node: NodeId, dst: IfaceId) -> u32 {
-        match self.slot_of[dst as usize] {
-            NO_SLOT => NO_ROUTE,
-            slot => self.next[slot as usize * self.n_nodes + node as usize],
+        let e = self.entry(node, dst);
+        if e >= GROUP && e < LOCAL {
+            self.groups[(e - GROUP) as usize].channels[0]
+        } else {
+            e
+        }
+    }
+
+    /// All channels an entry may use (one, unless it is a multipath group).
+    pub fn alternatives(&self, node: NodeId, dst: IfaceId) -> Vec<ChannelId> {
+        let e = self.entry(node, dst);
+        if e >= GROUP && e < LOCAL {
+            self.groups[(e - GROUP) as usize].channels.clone()
+        } else if e == NO_ROUTE || e == LOCAL {
+            Vec::new()
+        } else {
+            vec![e]
         }
     }
 
@@ -116,8 +237,9 @@ impl RoutingTable {
     }
 }
 
-/// Breadth-first search from `target`; forwarding only through routers.
-fn next_hops_towards(target: NodeId, is_router: &[bool], adj: &[Vec<(NodeId, ChannelId)>]) -> Vec<ChannelId> {
+/// Breadth-first search from `target`, forwarding only through routers:
+/// for every node, all its neighbours one hop closer (lowest link first).
+fn next_hops_towards(target: NodeId, is_router: &[bool], adj: &[Vec<(NodeId, ChannelId)>]) -> Vec<Vec<ChannelId>> {
     let n = is_router.len();
     let mut dist = vec![u32::MAX; n];
     dist[target as usize] = 0;
@@ -137,12 +259,13 @@ fn next_hops_towards(target: NodeId, is_router: &[bool], adj: &[Vec<(NodeId, Cha
         .map(|node| {
             let d = dist[node];
             if d == u32::MAX || d == 0 {
-                return NO_ROUTE;
+                return Vec::new();
             }
             adj[node]
                 .iter()
-                .find(|&&(v, _)| dist[v as usize] == d - 1 && (v == target || is_router[v as usize]))
-                .map_or(NO_ROUTE, |&(_, ch)| ch)
+                .filter(|&&(v, _)| dist[v as usize] == d - 1 && (v == target || is_router[v as usize]))
+                .map(|&(_, ch)| ch)
+                .collect()
         })
         .collect()
 }
@@ -152,7 +275,7 @@ mod tests {
     use super::*;
 
     fn table(is_router: &[bool], links: &[(NodeId, NodeId)], dsts: &[IfaceId]) -> RoutingTable {
-        let mut t = RoutingTable::new(&Graph { is_router, links });
+        let mut t = RoutingTable::new(&Graph { is_router, links, multipath: &[], channel_rates: &[] });
         for &d in dsts {
             t.add_destination(d).unwrap();
         }
@@ -194,9 +317,77 @@ mod tests {
         let n = 2_000;
         let is_router = vec![false; n];
         let links: Vec<(NodeId, NodeId)> = (1..n as u32).map(|h| (0, h)).collect();
-        let mut t = RoutingTable::new(&Graph { is_router: &is_router, links: &links });
+        let mut t = RoutingTable::new(&Graph { is_router: &is_router, links: &links, multipath: &[], channel_rates: &[] });
         t.max_entries = 100 * n;
         let result = (0..links.len() as u32 * 2).try_for_each(|d| t.add_destination(d));
         assert!(result.unwrap_err().contains("routing table limit"));
+    }
+
+    /// h0 - r1 =(k parallel links)= r2 - h1, with policy at r1.
+    fn parallel(k: u32, policy: Multipath, rates: &[u64]) -> (RoutingTable, IfaceId) {
+        let mut links = vec![(0, 1)];
+        links.extend((0..k).map(|_| (1, 2)));
+        links.push((2, 3));
+        let mut channel_rates = vec![1_000_000; links.len() * 2];
+        for (i, &r) in rates.iter().enumerate() {
+            channel_rates[2 * (i + 1)] = r; // r1 -> r2 on parallel link i
+        }
+        let multipath = [Multipath::None, policy, Multipath::None, Multipath::None];
+        let is_router = [false, true, true, false];
+        let mut t = RoutingTable::new(&Graph { is_router: &is_router, links: &links, multipath: &multipath, channel_rates: &channel_rates });
+        let dst = 2 * (links.len() as u32 - 1) + 1; // h1's interface
+        t.add_destination(dst).unwrap();
+        (t, dst)
+    }
+
+    /// protocols.md §9: round robin sends exactly ⌊n/k⌋ or ⌈n/k⌉ packets to
+    /// each next hop, whatever the mix of flows (one shared counter).
+    #[test]
+    fn round_robin_splits_evenly_across_flows() {
+        for k in 2..=4 {
+            let (mut t, dst) = parallel(k, Multipath::RoundRobin, &[]);
+            for n in [1u64, 7, 10, 101] {
+                let mut counts = vec![0u64; k as usize];
+                for i in 0..n {
+                    let ch = t.route(1, dst, i % 3); // three flows interleaved
+                    counts[(ch / 2 - 1) as usize] += 1;
+                }
+                let total: u64 = counts.iter().sum();
+                assert_eq!(total, n);
+                for c in &counts {
+                    assert!(*c == n / k as u64 || *c == n.div_ceil(k as u64), "k={k} n={n}: {counts:?}");
+                }
+                // reset by draining to a multiple of k for the next n
+                while counts.iter().any(|&c| c != counts[0]) {
+                    let ch = t.route(1, dst, 0);
+                    counts[(ch / 2 - 1) as usize] += 1;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn ecmp_never_splits_a_flow_and_spreads_flows() {
+        let (mut t, dst) = parallel(4, Multipath::Ecmp, &[]);
+        let mut used = std::collections::HashSet::new();
+        for flow in 0..64u64 {
+            let hash = flow.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let first = t.route(1, dst, hash);
+            for _ in 0..50 {
+                assert_eq!(t.route(1, dst, hash), first);
+            }
+            used.insert(first);
+        }
+        assert_eq!(used.len(), 4);
+    }
+
+    #[test]
+    fn weighted_splits_in_proportion_to_rates() {
+        let (mut t, dst) = parallel(3, Multipath::Weighted, &[15_000_000, 10_000_000, 5_000_000]);
+        let mut counts = [0u32; 3];
+        for _ in 0..600 {
+            counts[(t.route(1, dst, 0) / 2 - 1) as usize] += 1;
+        }
+        assert_eq!(counts, [300, 200, 100]);
     }
 }

@@ -107,7 +107,9 @@ impl Simulation {
             }
         }
         let is_router: Vec<bool> = scn.nodes.iter().map(|n| n.router).collect();
-        let mut routes = RoutingTable::new(&Graph { is_router: &is_router, links: &pairs });
+        let multipath: Vec<_> = scn.nodes.iter().map(|n| n.multipath).collect();
+        let channel_rates: Vec<u64> = channels.iter().map(|c| c.rate_bps).collect();
+        let mut routes = RoutingTable::new(&Graph { is_router: &is_router, links: &pairs, multipath: &multipath, channel_rates: &channel_rates });
         // Tables only for the interfaces traffic is addressed to: every flow's
         // destination (for data) and, once known, its source (for ACKs).
         let mut first_iface_of: Vec<Option<IfaceId>> = vec![None; n_nodes];
@@ -309,8 +311,9 @@ impl Simulation {
     }
 }
 
-/// Follow the routing tables from `first` to interface `target`. A dead end
-/// is `Err(Some(node))`, a loop `Err(None)` (both possible with static routes).
+/// Follow the routing tables from `first` to interface `target`, along every
+/// alternative of multipath entries. A dead end is `Err(Some(node))`, a loop
+/// `Err(None)` (both possible with static routes).
 fn check_path(
     channels: &[Channel],
     routes: &RoutingTable,
@@ -320,17 +323,28 @@ fn check_path(
     target: IfaceId,
 ) -> Result<(), Option<NodeId>> {
     let dst_node = iface_node[target as usize];
-    let mut ch = first;
-    for _ in 0..=channels.len() {
+    // Depth-first over (channel, hops so far); a path longer than the number
+    // of channels must revisit one: a loop.
+    let mut stack = vec![(first, 0usize)];
+    let mut done = vec![false; channels.len()];
+    while let Some((ch, hops)) = stack.pop() {
+        if hops > channels.len() {
+            return Err(None);
+        }
         let node = channels[ch as usize].to;
         if node == dst_node {
-            return Ok(());
+            continue;
         }
-        let next = routes.lookup(node, target);
-        if !is_router[node as usize] || next == NO_ROUTE || next == LOCAL {
+        let next = routes.alternatives(node, target);
+        if !is_router[node as usize] || next.is_empty() {
             return Err(Some(node));
         }
-        ch = next;
+        for n in next {
+            if !done[n as usize] || hops + 1 > channels.len() {
+                done[n as usize] = true;
+                stack.push((n, hops + 1));
+            }
+        }
     }
-    Err(None)
+    Ok(())
 }

@@ -141,6 +141,13 @@ pub struct Simulation {
     unroutable: u64,
 }
 
+/// SplitMix64 finaliser: a cheap, well-mixed hash of one word.
+fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 impl Simulation {
     /// Run to the end and collect results.
     pub fn run(self) -> Result<RunResult, String> {
@@ -310,7 +317,9 @@ impl Simulation {
         if self.iface_node[pkt.dst as usize] == node {
             return self.deliver(now, h);
         }
-        let next = self.routes.lookup(node, pkt.dst);
+        // The 5-tuple of a flow direction, hashed, for ECMP (unused otherwise).
+        let flow_hash = mix64(((pkt.src as u64) << 32 | pkt.dst as u64) ^ (pkt.flow as u64).rotate_left(17) ^ node as u64);
+        let next = self.routes.route(node, pkt.dst, flow_hash);
         if !self.is_router[node as usize] || next == NO_ROUTE || next == LOCAL || pkt.ttl <= 1 {
             self.unroutable += 1;
             return self.drop_packet(h);
