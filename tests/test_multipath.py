@@ -66,3 +66,28 @@ def test_delay_skew_under_round_robin_causes_spurious_retransmissions():
     s.links[2] = s.links[2].model_copy(update={"delay": 40_000_000})  # second path 40 ms instead of 10
     f = nb.simulate(s)["flows"][0]
     assert f["retransmits"] > f["packets_lost"]
+
+
+def renewal_rate(rate: float, size: float, burst: float, idle: float) -> float:
+    """protocols.md §10: mean rate of ns-2's exponential on-off source."""
+    import math
+
+    t = size * 8 / rate
+    m = burst / t
+    a = math.exp(-0.5 / m)
+    en = a / (1 - math.exp(-1 / m)) + 1 - a
+    return en * size * 8 / (en * t + idle)
+
+
+@pytest.mark.parametrize("header", [0, 28])
+def test_onoff_source_long_run_rate_through_the_simulator(header):
+    # Paper 003's UDP sources: 1.5 Mb/s while on, 20 ms / 120 ms, 210-byte packets.
+    s = nb.Scenario(name="onoff", duration="1500s")
+    s.add_host("a").add_host("b")
+    s.add_link("a", "b", rate="100Mbps", delay="1ms")
+    s.add_flow("u", "a", "b", kind="onoff", rate="1.5Mbps", burst_time="20ms", idle_time="120ms",
+               packet_size="210B", header_bytes=header)
+    f = nb.simulate(s)["flows"][0]
+    want = renewal_rate(1.5e6, 210, 0.020, 0.120)
+    assert f["goodput_bps"] == pytest.approx(want, rel=0.02)
+    assert f["throughput_bps"] == pytest.approx(f["goodput_bps"] * (210 + header) / 210, rel=1e-9)

@@ -41,6 +41,8 @@ TCP_DEFAULTS: dict[str, Any] = {
     "log_congestion": False,
 }
 CBR_DEFAULT_PACKET = 1000
+ONOFF_DEFAULT_PACKET = 210  # ns-2 Application/Traffic/Exponential packetSize_
+UDP_HEADER = 28  # IPv4 + UDP
 MAX_SAMPLES = 1_000_000  # time-series samples per run
 
 
@@ -96,6 +98,8 @@ def tcp_config(defaults: TcpOptions, flow: TcpOptions | None = None) -> dict[str
     if cfg["initial_window"] is None:
         cfg["initial_window"] = rfc5681_initial_window(cfg["mss"])
     cfg["cc"] = "reno" if cfg["cc"] == "newreno" else cfg["cc"]
+    if cfg["header_bytes"] < 40:
+        raise ScenarioError(f"tcp.header_bytes: {cfg['header_bytes']} is too small (allowed: 40 to 120; IPv4 20 + TCP 20 at least)")
     if cfg["rto_min"] <= 0 or cfg["rto_initial"] <= 0:
         raise ScenarioError("tcp.rto_min and tcp.rto_initial: must be longer than zero (e.g. \"200ms\", \"1s\")")
     if cfg["rto_initial"] > cfg["rto_max"]:
@@ -224,9 +228,16 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                 }
                 if f.kind == "tcp":
                     spec.update(kind="tcp", tcp=tcp, bytes=f.bytes)
-                else:
+                elif f.kind == "cbr":
                     spec.update(kind="cbr", rate_bps=f.rate,
-                                packet_bytes=CBR_DEFAULT_PACKET if f.packet_size is None else f.packet_size)
+                                packet_bytes=CBR_DEFAULT_PACKET if f.packet_size is None else f.packet_size,
+                                header_bytes=UDP_HEADER if f.header_bytes is None else f.header_bytes)
+                else:
+                    spec.update(kind="on_off", rate_bps=f.rate,
+                                packet_bytes=ONOFF_DEFAULT_PACKET if f.packet_size is None else f.packet_size,
+                                header_bytes=UDP_HEADER if f.header_bytes is None else f.header_bytes,
+                                burst_ns=f.burst_time, idle_ns=f.idle_time,
+                                distribution=f.distribution or "exponential", shape=f.shape or 1.5)
                 flows.append(spec)
         except ScenarioError as e:
             problems.extend(e.problems)

@@ -180,7 +180,7 @@ class TcpOptions(Strict):
     cc: Optional[Literal["reno", "newreno", "cubic"]] = None
     recovery: Optional[Literal["reno", "newreno", "sack"]] = None
     mss: Optional[Annotated[int, Field(ge=1, le=65495, strict=True)]] = None
-    header_bytes: Optional[Annotated[int, Field(ge=20, le=120, strict=True)]] = None
+    header_bytes: Optional[Annotated[int, Field(ge=0, le=120, strict=True)]] = None
     initial_window: Optional[Count] = None
     initial_ssthresh: Optional[Size] = None
     window: Optional[Size] = None
@@ -209,13 +209,18 @@ class Flow(TcpOptions):
 
     kind = "tcp": a bulk transfer (unlimited, or `bytes`), iperf-like.
     kind = "cbr": UDP at a constant `rate` of payload, `packet_size` bytes each.
+    kind = "onoff": UDP at `rate` while ON, with ON and OFF periods of mean
+    `burst_time` and `idle_time` drawn from `distribution` ("exponential" or
+    "pareto" with `shape`), as ns-2's Application/Traffic/Exponential and
+    /Pareto (default packet size 210 B, as ns-2). For UDP kinds,
+    `header_bytes` is the IP + UDP header per datagram (28; ns-2 adds none: 0).
     With groups, members pair up; `count` makes that many parallel flows per
     pair; flow k starts at `start + k × start_step`, plus a random offset in
     [0, start_jitter) drawn from the run's seed (so replications differ).
     """
 
     name: Name
-    kind: Literal["tcp", "cbr"] = "tcp"
+    kind: Literal["tcp", "cbr", "onoff"] = "tcp"
     src: Name = Field(alias="from")
     dst: Name = Field(alias="to")
     from_iface: Optional[Index] = None
@@ -228,20 +233,35 @@ class Flow(TcpOptions):
     bytes: Optional[Annotated[Size, Field(ge=1)]] = None
     rate: Optional[Rate] = None
     packet_size: Optional[Annotated[Size, Field(ge=1, le=65507)]] = None  # IPv4 UDP payload limit
+    burst_time: Optional[Annotated[Time, Field(gt=0)]] = None
+    idle_time: Optional[Annotated[Time, Field(gt=0)]] = None
+    distribution: Optional[Literal["exponential", "pareto"]] = None
+    shape: Optional[Annotated[float, Field(gt=1.0, le=100.0, allow_inf_nan=False)]] = None
 
     @model_validator(mode="after")
     def _fields_match_kind(self) -> "Flow":
-        if self.kind == "cbr":
+        onoff_only = ("burst_time", "idle_time", "distribution", "shape")
+        if self.kind in ("cbr", "onoff"):
             if self.rate is None:
-                raise ValueError("rate: required for a cbr flow (e.g. rate = \"1Mbps\")")
-            tcp_set = [f for f in TCP_FIELDS if getattr(self, f) is not None]
+                raise ValueError(f"rate: required for a {self.kind} flow (e.g. rate = \"1Mbps\")")
+            tcp_set = [f for f in TCP_FIELDS if f != "header_bytes" and getattr(self, f) is not None]
             if tcp_set or self.bytes is not None:
                 bad = (tcp_set or ["bytes"])[0]
-                raise ValueError(f"{bad}: applies only to tcp flows, not to kind = \"cbr\"")
+                raise ValueError(f"{bad}: applies only to tcp flows, not to kind = \"{self.kind}\"")
+            if self.kind == "cbr":
+                for f in onoff_only:
+                    if getattr(self, f) is not None:
+                        raise ValueError(f"{f}: applies only to onoff flows, not to kind = \"cbr\"")
+            else:
+                for f in ("burst_time", "idle_time"):
+                    if getattr(self, f) is None:
+                        raise ValueError(f"{f}: required for an onoff flow (e.g. {f} = \"0.5s\")")
+                if self.shape is not None and self.distribution != "pareto":
+                    raise ValueError("shape: applies only to distribution = \"pareto\"")
         else:
-            for f in ("rate", "packet_size"):
+            for f in ("rate", "packet_size", *onoff_only):
                 if getattr(self, f) is not None:
-                    raise ValueError(f"{f}: applies only to cbr flows, not to kind = \"tcp\"")
+                    raise ValueError(f"{f}: applies only to UDP flows (cbr, onoff), not to kind = \"tcp\"")
         return self
 
 

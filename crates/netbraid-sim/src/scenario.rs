@@ -120,7 +120,35 @@ pub enum FlowKind {
     /// Bulk TCP transfer: unlimited, or `bytes` then done.
     Tcp { tcp: TcpConfig, bytes: Option<u64> },
     /// UDP constant bit rate (payload rate).
-    Cbr { rate_bps: u64, packet_bytes: u32 },
+    Cbr {
+        rate_bps: u64,
+        packet_bytes: u32,
+        /// IP + UDP header bytes per datagram (28; ns-2's UDP adds none).
+        #[serde(default = "udp_header")]
+        header_bytes: u32,
+    },
+    /// UDP on-off source (ns-2 Application/Traffic/Exponential or /Pareto).
+    OnOff {
+        rate_bps: u64,
+        packet_bytes: u32,
+        #[serde(default = "udp_header")]
+        header_bytes: u32,
+        burst_ns: u64,
+        idle_ns: u64,
+        /// "exponential" or "pareto".
+        distribution: String,
+        /// Pareto shape (ignored for exponential).
+        #[serde(default = "pareto_shape")]
+        shape: f64,
+    },
+}
+
+fn udp_header() -> u32 {
+    crate::transport::udp::UDP_HEADER_BYTES
+}
+
+fn pareto_shape() -> f64 {
+    1.5
 }
 
 #[derive(Clone, Debug, Deserialize)]

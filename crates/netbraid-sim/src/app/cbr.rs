@@ -5,7 +5,6 @@
 use crate::engine::time::serialisation_time;
 use crate::engine::Time;
 use crate::net::packet::{Body, UdpDatagram};
-use crate::transport::udp::UDP_HEADER_BYTES;
 use crate::transport::Transmit;
 
 crate::counters! {
@@ -19,6 +18,8 @@ crate::counters! {
 pub struct CbrSource {
     /// Payload bytes per datagram.
     payload: u32,
+    /// Header bytes added on the wire.
+    header: u32,
     /// Interval between datagrams: the *payload* rate is the configured rate
     /// (as iperf's -b), so the wire rate is higher by the headers.
     interval: Time,
@@ -29,9 +30,10 @@ pub struct CbrSource {
 }
 
 impl CbrSource {
-    pub fn new(rate_bps: u64, payload: u32, start: Time, stop: Time) -> Self {
+    pub fn new(rate_bps: u64, payload: u32, header: u32, start: Time, stop: Time) -> Self {
         Self {
             payload,
+            header,
             interval: serialisation_time(payload, rate_bps).max(1),
             next_at: Some(start),
             stop,
@@ -59,7 +61,7 @@ impl CbrSource {
             }
             out.push(Transmit {
                 body: Body::Udp(UdpDatagram { seq: self.seq, len: self.payload }),
-                size: self.payload + UDP_HEADER_BYTES,
+                size: self.payload + self.header,
             });
             self.seq += 1;
             self.stats.datagrams_sent += 1;
@@ -77,7 +79,7 @@ mod tests {
     #[test]
     fn sends_at_the_configured_rate() {
         // 1 Mb/s with 1000-byte payloads: one datagram every 8 ms, 125 per second.
-        let mut src = CbrSource::new(1_000_000, 1000, 0, SECOND);
+        let mut src = CbrSource::new(1_000_000, 1000, 28, 0, SECOND);
         let mut out = Vec::new();
         while let Some(t) = src.poll_at() {
             src.on_timer(t, &mut out);

@@ -2,5 +2,7 @@
 //! sender (see `TcpSender::write`); sources of datagrams are here.
 
 mod cbr;
+mod onoff;
 
 pub use cbr::{CbrSource, CbrStats};
+pub use onoff::{OnOffDistribution, OnOffSource};

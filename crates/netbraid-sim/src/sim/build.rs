@@ -2,7 +2,7 @@
 //! value checked: a bad scenario is an `Err` naming the field, never a panic.
 
 use super::{Endpoint, Flow, FlowAccounting, Role, Simulation};
-use crate::app::CbrSource;
+use crate::app::{CbrSource, OnOffDistribution, OnOffSource};
 use crate::engine::{EventQueue, RandomStream};
 use crate::net::link::{Channel, ChannelCounters};
 use crate::net::loss::{LossModel, LossProcess};
@@ -219,12 +219,28 @@ impl Simulation {
                     }
                     (Role::TcpSender(TcpSender::new(tcp.clone())), Role::TcpReceiver(TcpReceiver::new(tcp)))
                 }
-                FlowKind::Cbr { rate_bps, packet_bytes } => {
-                    if *rate_bps == 0 || *rate_bps > MAX_RATE_BPS || *packet_bytes == 0 || *packet_bytes > 65507 {
-                        return Err(format!("{path}: rate must be 1 bit/s to 10 Tbit/s and packet size 1 to 65507 B"));
+                FlowKind::Cbr { rate_bps, packet_bytes, header_bytes }
+                | FlowKind::OnOff { rate_bps, packet_bytes, header_bytes, .. } => {
+                    if *rate_bps == 0 || *rate_bps > MAX_RATE_BPS || *packet_bytes == 0 || *packet_bytes > 65507 || *header_bytes > 120 {
+                        return Err(format!("{path}: rate must be 1 bit/s to 10 Tbit/s, packet size 1 to 65507 B, headers up to 120 B"));
                     }
                     let stop = f.stop_ns.unwrap_or(u64::MAX);
-                    (Role::Cbr(CbrSource::new(*rate_bps, *packet_bytes, start, stop)), Role::UdpSink(UdpSink::default()))
+                    let source = match &f.kind {
+                        FlowKind::OnOff { burst_ns, idle_ns, distribution, shape, .. } => {
+                            check_time(&format!("{path}.burst_time"), *burst_ns)?;
+                            check_time(&format!("{path}.idle_time"), *idle_ns)?;
+                            let dist = match distribution.as_str() {
+                                "exponential" => OnOffDistribution::Exponential,
+                                "pareto" if *shape > 1.0 && shape.is_finite() => OnOffDistribution::Pareto { shape: *shape },
+                                "pareto" => return Err(format!("{path}.shape: must be above 1 (ns-2's default is 1.5)")),
+                                other => return Err(format!("{path}.distribution: '{other}' is not allowed (exponential, pareto)")),
+                            };
+                            let rng = RandomStream::new(scn.seed, &format!("onoff:{}", f.name));
+                            Role::OnOff(OnOffSource::new(*rate_bps, *packet_bytes, *header_bytes, *burst_ns, *idle_ns, dist, rng, start, stop))
+                        }
+                        _ => Role::Cbr(CbrSource::new(*rate_bps, *packet_bytes, *header_bytes, start, stop)),
+                    };
+                    (source, Role::UdpSink(UdpSink::default()))
                 }
             };
             let (s, r) = (endpoints.len() as u32, endpoints.len() as u32 + 1);
@@ -249,7 +265,7 @@ impl Simulation {
             });
             let bytes = match &f.kind {
                 FlowKind::Tcp { bytes, .. } => *bytes,
-                FlowKind::Cbr { .. } => None,
+                _ => None,
             };
             flows.push(Flow {
                 name: f.name.clone(),

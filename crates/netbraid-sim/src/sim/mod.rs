@@ -7,7 +7,7 @@ mod results;
 
 pub use results::{Accounting, FlowResult, LinkResult, RunResult};
 
-use crate::app::{CbrSource, CbrStats};
+use crate::app::{CbrSource, CbrStats, OnOffSource};
 use crate::engine::{EventQueue, Time};
 use crate::net::link::{Channel, ChannelCounters, Offer};
 use crate::net::packet::{Body, Packet, PacketPool};
@@ -44,6 +44,7 @@ enum Role {
     TcpSender(TcpSender),
     TcpReceiver(TcpReceiver),
     Cbr(CbrSource),
+    OnOff(OnOffSource),
     UdpSink(UdpSink),
 }
 
@@ -53,6 +54,7 @@ impl Role {
             Role::TcpSender(s) => s.poll_at(),
             Role::TcpReceiver(r) => r.poll_at(),
             Role::Cbr(c) => c.poll_at(),
+            Role::OnOff(o) => o.poll_at(),
             Role::UdpSink(_) => None,
         }
     }
@@ -209,6 +211,7 @@ impl Simulation {
                     Role::TcpSender(s) => s.on_timer(now, &mut self.outbox),
                     Role::TcpReceiver(r) => r.on_timer(now, &mut self.outbox),
                     Role::Cbr(c) => c.on_timer(now, &mut self.outbox),
+                    Role::OnOff(o) => o.on_timer(now, &mut self.outbox),
                     Role::UdpSink(_) => {}
                 }
                 self.flush(now, ep);
@@ -374,6 +377,7 @@ impl Simulation {
                         Role::TcpSender(t) => s.tx = t.stats_at(now),
                         Role::TcpReceiver(r) => s.rx = *r.stats(),
                         Role::Cbr(c) => s.cbr = *c.stats(),
+                        Role::OnOff(o) => s.cbr = *o.stats(),
                         Role::UdpSink(u) => s.sink = *u.stats(),
                     }
                 }
