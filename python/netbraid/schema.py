@@ -178,7 +178,7 @@ class TcpOptions(Strict):
     TCP flow; on a flow they override those. Unset = built-in default."""
 
     cc: Optional[Literal["reno", "newreno", "cubic"]] = None
-    recovery: Optional[Literal["reno", "newreno", "sack"]] = None
+    recovery: Optional[Literal["tahoe", "reno", "newreno", "sack"]] = None
     mss: Optional[Annotated[int, Field(ge=1, le=65495, strict=True)]] = None
     header_bytes: Optional[Annotated[int, Field(ge=0, le=120, strict=True)]] = None
     initial_window: Optional[Count] = None

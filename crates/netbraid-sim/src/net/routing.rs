@@ -22,6 +22,11 @@ const NO_SLOT: u32 = u32::MAX;
 /// Entries at or above this name a multipath group (index = entry − GROUP).
 const GROUP: u32 = 1 << 31;
 
+/// The multipath group an entry names, if it names one.
+fn group_of(entry: u32) -> Option<usize> {
+    (GROUP..LOCAL).contains(&entry).then(|| (entry - GROUP) as usize)
+}
+
 /// How a router uses several equal-cost next hops.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -189,10 +194,9 @@ impl RoutingTable {
     #[inline]
     pub fn route(&mut self, node: NodeId, dst: IfaceId, flow_hash: u64) -> u32 {
         let e = self.entry(node, dst);
-        if e >= GROUP && e < LOCAL {
-            self.groups[(e - GROUP) as usize].pick(flow_hash)
-        } else {
-            e
+        match group_of(e) {
+            Some(g) => self.groups[g].pick(flow_hash),
+            None => e,
         }
     }
 
@@ -209,22 +213,19 @@ impl RoutingTable {
     #[inline]
     pub fn lookup(&self, node: NodeId, dst: IfaceId) -> u32 {
         let e = self.entry(node, dst);
-        if e >= GROUP && e < LOCAL {
-            self.groups[(e - GROUP) as usize].channels[0]
-        } else {
-            e
+        match group_of(e) {
+            Some(g) => self.groups[g].channels[0],
+            None => e,
         }
     }
 
     /// All channels an entry may use (one, unless it is a multipath group).
     pub fn alternatives(&self, node: NodeId, dst: IfaceId) -> Vec<ChannelId> {
         let e = self.entry(node, dst);
-        if e >= GROUP && e < LOCAL {
-            self.groups[(e - GROUP) as usize].channels.clone()
-        } else if e == NO_ROUTE || e == LOCAL {
-            Vec::new()
-        } else {
-            vec![e]
+        match group_of(e) {
+            Some(g) => self.groups[g].channels.clone(),
+            None if e == NO_ROUTE || e == LOCAL => Vec::new(),
+            None => vec![e],
         }
     }
 

@@ -29,6 +29,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Recovery {
+    /// Tahoe (ns-2's default `Agent/TCP`): fast retransmit, then slow start
+    /// from one segment (ssthresh = FlightSize/2, go-back-N), no fast recovery.
+    Tahoe,
     /// RFC 5681 fast retransmit / fast recovery: leaves recovery on the first
     /// new ACK, even a partial one.
     Reno,

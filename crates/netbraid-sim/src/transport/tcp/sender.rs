@@ -286,7 +286,8 @@ impl TcpSender {
         if self.in_recovery {
             let full = self.recover.is_some_and(|r| ack >= r);
             match self.cfg.recovery {
-                Recovery::Reno => self.exit_recovery(now),
+                // Tahoe never enters recovery; Reno leaves on any new ACK.
+                Recovery::Reno | Recovery::Tahoe => self.exit_recovery(now),
                 Recovery::NewReno | Recovery::Sack if full => self.exit_recovery(now),
                 Recovery::NewReno => {
                     // Partial ACK (RFC 6582 §3.2 step 5): retransmit the next
@@ -365,10 +366,25 @@ impl TcpSender {
         // only by a timeout, so dupacks for data sent before it are ignored.
         let blocked = match (self.recover, self.cfg.recovery) {
             (None, _) => false,
-            (Some(r), Recovery::NewReno) => self.snd_una <= r,
+            (Some(r), Recovery::NewReno | Recovery::Tahoe) => self.snd_una <= r,
             (Some(r), Recovery::Reno | Recovery::Sack) => self.snd_una < r,
         };
         if blocked {
+            return;
+        }
+        if self.cfg.recovery == Recovery::Tahoe {
+            // Fast retransmit only: the window closes to one segment and the
+            // sender goes back to snd_una in slow start (no RTO backoff).
+            let cwnd_before = self.cwnd();
+            let flight = self.snd_max - self.snd_una - self.limited_transmit_bytes;
+            self.cc.on_timeout(now, flight, true);
+            self.recover = Some(self.snd_max);
+            self.stats.fast_retransmits += 1;
+            self.dupacks = 0;
+            self.timed = None;
+            self.snd_nxt = self.snd_una;
+            self.send_available(now, out);
+            self.record(now, "fast_retransmit", flight, cwnd_before);
             return;
         }
         let cwnd_before = self.cwnd();
@@ -381,7 +397,7 @@ impl TcpSender {
         self.partial_acks = 0;
         self.stats.fast_retransmits += 1;
         match self.cfg.recovery {
-            Recovery::Reno | Recovery::NewReno => {
+            Recovery::Reno | Recovery::NewReno | Recovery::Tahoe => {
                 self.inflation = self.cfg.dupthresh as i64 * self.mss as i64;
             }
             Recovery::Sack => {

@@ -191,3 +191,33 @@ fn stale_acks_are_ignored() {
     ack(&mut s, 120 * MILLISECOND, 3000, &mut out);
     assert!(!out.is_empty(), "a zero window from a stale ACK must not stop the sender");
 }
+
+/// Tahoe: the third dupack retransmits and closes the window to one segment
+/// (ssthresh = FlightSize/2), with no fast recovery and no RTO backoff.
+#[test]
+fn tahoe_fast_retransmit_restarts_slow_start() {
+    let mut s = TcpSender::new(TcpConfig {
+        mss: MSS as u32,
+        initial_window: 3,
+        recovery: Recovery::Tahoe,
+        limited_transmit: false,
+        ..TcpConfig::default()
+    });
+    let mut out = Vec::new();
+    s.write(0, None, &mut out);
+    let mut t = 100 * MILLISECOND;
+    for a in 1..=4 {
+        ack(&mut s, t, a * MSS, &mut out);
+        t += MILLISECOND;
+    }
+    let flight = s.flight_size();
+    out.clear();
+    for _ in 0..3 {
+        ack(&mut s, t, 4 * MSS, &mut out);
+    }
+    assert_eq!(seqs(&out), vec![4 * MSS]);
+    assert_eq!(s.cwnd(), MSS);
+    assert_eq!(s.ssthresh(), flight / 2);
+    assert!(!s.in_recovery());
+    assert_eq!(s.rto(), SECOND, "no backoff on a fast retransmit");
+}
