@@ -39,6 +39,7 @@ TCP_DEFAULTS: dict[str, Any] = {
     "limited_transmit": True,
     "max_sack_blocks": 4,
     "log_congestion": False,
+    "ecn": False,
 }
 CBR_DEFAULT_PACKET = 1000
 ONOFF_DEFAULT_PACKET = 210  # ns-2 Application/Traffic/Exponential packetSize_
@@ -72,11 +73,13 @@ def _direction(link: Link, over: Direction | None) -> dict[str, Any]:
     delay = over.delay if over and over.delay is not None else link.delay
     queue = over.queue if over and over.queue is not None else link.queue
     loss = over.loss if over and over.loss is not None else link.loss
+    red = over.red if over and over.red is not None else link.red
     kind, limit = queue
     return {
         "rate_bps": rate,
         "delay_ns": delay,
-        "queue": {"packets": limit if kind == "packets" else None, "bytes": limit if kind == "bytes" else None},
+        "queue": {"packets": limit if kind == "packets" else None, "bytes": limit if kind == "bytes" else None,
+                  "red": red.model_dump() if red is not None else None},
         "loss": loss.model_dump(),
     }
 

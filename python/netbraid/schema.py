@@ -123,6 +123,26 @@ Loss = Annotated[
 ]
 
 
+class RedOptions(Strict):
+    """RED in front of a link's FIFO (Floyd & Jacobson 1993), with ns-2's
+    defaults: thresholds on the average queue in packets, `max_p` the drop
+    probability at `max_th`, `w_q` the averaging weight, `gentle` ramping on
+    to 1 at 2·max_th, `ecn` marking ECN-capable packets instead of dropping."""
+
+    min_th: Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)] = 5.0
+    max_th: Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)] = 15.0
+    max_p: Probability = 0.1
+    w_q: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 0.002
+    gentle: Flag = True
+    ecn: Flag = False
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "RedOptions":
+        if self.max_th <= self.min_th:
+            raise ValueError(f"max_th ({self.max_th}) must be above min_th ({self.min_th})")
+        return self
+
+
 class Direction(Strict):
     """Overrides for one direction of a link."""
 
@@ -130,6 +150,7 @@ class Direction(Strict):
     delay: Optional[Time] = None
     queue: Optional[QueueLimit] = None
     loss: Optional[Loss] = None
+    red: Optional[RedOptions] = None
 
 
 class Link(Strict):
@@ -143,6 +164,7 @@ class Link(Strict):
     delay: Time = 0
     queue: QueueLimit = ("packets", 100)
     loss: Loss = NoLoss(model="none")
+    red: Optional[RedOptions] = None
     ab: Optional[Direction] = None
     ba: Optional[Direction] = None
 
@@ -197,6 +219,7 @@ class TcpOptions(Strict):
     limited_transmit: Optional[Flag] = None
     max_sack_blocks: Optional[Annotated[int, Field(ge=1, le=4, strict=True)]] = None
     log_congestion: Optional[Flag] = None
+    ecn: Optional[Flag] = None
 
 
 TCP_FIELDS = tuple(TcpOptions.model_fields)

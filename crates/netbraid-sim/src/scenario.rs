@@ -58,6 +58,9 @@ pub struct DirectionSpec {
 pub struct QueueSpec {
     pub packets: Option<u32>,
     pub bytes: Option<u64>,
+    /// RED in front of the FIFO (its limit still holds).
+    #[serde(default)]
+    pub red: Option<crate::net::red::RedParams>,
 }
 
 #[derive(Clone, Debug, Deserialize)]

@@ -62,6 +62,7 @@ impl CbrSource {
             out.push(Transmit {
                 body: Body::Udp(UdpDatagram { seq: self.seq, len: self.payload }),
                 size: self.payload + self.header,
+                ect: false,
             });
             self.seq += 1;
             self.stats.datagrams_sent += 1;

@@ -110,6 +110,7 @@ impl OnOffSource {
             out.push(Transmit {
                 body: Body::Udp(UdpDatagram { seq: self.seq, len: self.payload }),
                 size: self.payload + self.header,
+                ect: false,
             });
             self.seq += 1;
             self.stats.datagrams_sent += 1;

@@ -5,6 +5,7 @@
 
 use super::loss::LossProcess;
 use super::queue::DropTailQueue;
+use super::red::{Red, RedVerdict};
 use super::{ChannelId, IfaceId, NodeId};
 use crate::engine::time::serialisation_time;
 use crate::engine::Time;
@@ -19,6 +20,8 @@ crate::counters! {
         pub queue_drops: u64,
         /// Packets lost on the wire by the loss model.
         pub loss_drops: u64,
+        /// Packets RED marked Congestion Experienced instead of dropping.
+        pub ecn_marks: u64,
     }
 }
 
@@ -34,6 +37,8 @@ pub struct Channel {
     pub rate_bps: u64,
     pub delay: Time,
     pub queue: DropTailQueue,
+    /// Active queue management in front of the FIFO (its limit still holds).
+    pub red: Option<Red>,
     pub loss: LossProcess,
     /// Packet being serialised, if any.
     pub transmitting: Option<u32>,
@@ -47,6 +52,8 @@ pub enum Offer {
     /// The transmitter was idle: serialisation starts now and ends after this long.
     Transmit(Time),
     Queued,
+    /// Queued, and RED marked it Congestion Experienced.
+    QueuedMarked,
     Dropped,
 }
 
@@ -55,17 +62,27 @@ impl Channel {
         serialisation_time(size, self.rate_bps)
     }
 
-    /// Offer a packet to the channel's queue/transmitter.
-    pub fn offer(&mut self, handle: u32, size: u32) -> Offer {
+    /// Offer a packet to the channel's queue/transmitter; `ect` says the
+    /// packet may be ECN-marked instead of dropped.
+    pub fn offer(&mut self, now: Time, handle: u32, size: u32, ect: bool) -> Offer {
         if self.transmitting.is_none() {
             self.transmitting = Some(handle);
-            Offer::Transmit(self.serialisation_time(size))
-        } else if self.queue.admits(size) {
-            self.queue.push(handle, size);
-            Offer::Queued
-        } else {
+            return Offer::Transmit(self.serialisation_time(size));
+        }
+        let verdict = match &mut self.red {
+            Some(red) => red.on_arrival(now, self.queue.len(), ect),
+            None => RedVerdict::Enqueue,
+        };
+        if verdict == RedVerdict::Drop || !self.queue.admits(size) {
             self.counters.queue_drops += 1;
-            Offer::Dropped
+            return Offer::Dropped;
+        }
+        self.queue.push(handle, size);
+        if verdict == RedVerdict::Mark {
+            self.counters.ecn_marks += 1;
+            Offer::QueuedMarked
+        } else {
+            Offer::Queued
         }
     }
 }

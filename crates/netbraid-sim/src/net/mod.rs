@@ -6,6 +6,7 @@ pub mod link;
 pub mod loss;
 pub mod packet;
 pub mod queue;
+pub mod red;
 pub mod routing;
 
 /// Index of a node (host or router).

@@ -10,6 +10,7 @@ pub const MAX_SACK_BLOCKS: usize = 4;
 
 pub mod tcp_flags {
     pub const ACK: u8 = 0x10;
+    pub const FIN: u8 = 0x01;
     pub const ECE: u8 = 0x40;
     pub const CWR: u8 = 0x80;
 }
@@ -88,6 +89,8 @@ pub struct Packet {
     pub sent_at: Time,
     /// Hops left; a routing loop (possible with static overrides) ends here.
     pub ttl: u8,
+    /// IP ECN field: NOT_ECT, ECT or CE (RFC 3168).
+    pub ecn: u8,
     pub body: Body,
 }
 
@@ -99,6 +102,12 @@ impl Packet {
             Body::Udp(d) => d.len,
         }
     }
+}
+
+pub mod ecn {
+    pub const NOT_ECT: u8 = 0;
+    pub const ECT: u8 = 2;
+    pub const CE: u8 = 3;
 }
 
 /// A slab of packets in flight, addressed by index so that events and queues
@@ -163,6 +172,7 @@ mod tests {
             size: 100,
             sent_at: 0,
             ttl: 64,
+            ecn: 0,
             body: Body::Udp(UdpDatagram { seq: 1, len: 72 }),
         };
         let a = pool.insert(p);

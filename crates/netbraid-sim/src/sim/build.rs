@@ -8,6 +8,8 @@ use crate::net::link::{Channel, ChannelCounters};
 use crate::net::loss::{LossModel, LossProcess};
 use crate::net::packet::PacketPool;
 use crate::net::queue::{DropTailQueue, QueueLimit};
+use crate::net::red::Red;
+use crate::engine::time::serialisation_time;
 use crate::net::routing::{Graph, RoutingTable, LOCAL, NO_ROUTE};
 use crate::net::{ChannelId, IfaceId, NodeId};
 use crate::scenario::{DirectionSpec, FlowKind, LossSpec, Scenario};
@@ -51,6 +53,12 @@ fn check_direction(path: &str, d: &DirectionSpec) -> Result<QueueLimit, String> 
             }
         }
         LossSpec::None | LossSpec::List { .. } => {}
+    }
+    if let Some(r) = &d.queue.red {
+        let ok = r.min_th >= 0.0 && r.max_th > r.min_th && (0.0..=1.0).contains(&r.max_p) && r.w_q > 0.0 && r.w_q <= 1.0;
+        if !ok {
+            return Err(format!("{path}.red: need 0 ≤ min_th < max_th, 0 ≤ max_p ≤ 1, 0 < w_q ≤ 1"));
+        }
     }
     match (d.queue.packets, d.queue.bytes) {
         (Some(p), None) => Ok(QueueLimit::Packets(p)),
@@ -99,6 +107,11 @@ impl Simulation {
                     rate_bps: spec.rate_bps,
                     delay: spec.delay_ns,
                     queue: DropTailQueue::new(limit),
+                    red: spec.queue.red.map(|p| {
+                        let stream = RandomStream::new(scn.seed, &format!("red:{}->{}#{l}", name_of(from), name_of(to)));
+                        // typical packet: 1000 B, for the idle-time decay (ns-2 mean_pktsize_ 500–1000)
+                        Red::new(p, serialisation_time(1000, spec.rate_bps), stream)
+                    }),
                     loss: LossProcess::new(LossModel::from(&spec.loss), stream),
                     transmitting: None,
                     on_wire: 0,

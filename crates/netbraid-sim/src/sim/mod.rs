@@ -10,7 +10,7 @@ pub use results::{Accounting, FlowResult, LinkResult, RunResult};
 use crate::app::{CbrSource, CbrStats, OnOffSource};
 use crate::engine::{EventQueue, Time};
 use crate::net::link::{Channel, ChannelCounters, Offer};
-use crate::net::packet::{Body, Packet, PacketPool};
+use crate::net::packet::{ecn, Body, Packet, PacketPool};
 use crate::net::routing::{RoutingTable, LOCAL, NO_ROUTE};
 use crate::net::{ChannelId, IfaceId, NodeId};
 use crate::scenario::MeasureSpec;
@@ -256,6 +256,7 @@ impl Simulation {
                 size: tx.size,
                 sent_at: now,
                 ttl: 64,
+                ecn: if tx.ect { ecn::ECT } else { ecn::NOT_ECT },
                 body: tx.body,
             };
             let channel = e.out_channel;
@@ -278,10 +279,12 @@ impl Simulation {
     }
 
     fn forward(&mut self, now: Time, ch: ChannelId, h: u32) {
-        let size = self.pool.get(h).size;
-        match self.channels[ch as usize].offer(h, size) {
+        let p = self.pool.get(h);
+        let (size, ect) = (p.size, p.ecn != ecn::NOT_ECT);
+        match self.channels[ch as usize].offer(now, h, size, ect) {
             Offer::Transmit(d) => self.events.schedule(now + d, Event::TxDone(ch)),
             Offer::Queued => {}
+            Offer::QueuedMarked => self.pool.get_mut(h).ecn = ecn::CE,
             Offer::Dropped => self.drop_packet(h),
         }
     }
@@ -303,6 +306,8 @@ impl Simulation {
             c.transmitting = Some(next);
             let d = c.serialisation_time(self.pool.get(next).size);
             self.events.schedule(now + d, Event::TxDone(ch));
+        } else if let Some(red) = &mut c.red {
+            red.on_empty(now);
         }
         if let Some(w) = self.pcap_of[ch as usize] {
             self.capture(w, now - self.channels[ch as usize].serialisation_time(size), h);
@@ -337,7 +342,7 @@ impl Simulation {
         let ep = pkt.endpoint;
         match (&mut self.endpoints[ep as usize].role, &pkt.body) {
             (Role::TcpSender(s), Body::Tcp(seg)) => s.on_segment(now, seg, &mut self.outbox),
-            (Role::TcpReceiver(r), Body::Tcp(seg)) => r.on_segment(now, seg, pkt.size, &mut self.outbox),
+            (Role::TcpReceiver(r), Body::Tcp(seg)) => r.on_segment(now, seg, pkt.size, pkt.ecn == ecn::CE, &mut self.outbox),
             (Role::UdpSink(u), Body::Udp(d)) => u.on_datagram(d, pkt.size),
             _ => {}
         }

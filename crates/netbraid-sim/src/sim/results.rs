@@ -46,6 +46,8 @@ pub struct FlowResult {
     pub bytes_delivered: u64,
     pub timeouts: u64,
     pub fast_retransmits: u64,
+    /// Window reductions in response to ECN echoes.
+    pub ecn_reductions: u64,
     pub rtt_mean_s: Option<f64>,
     pub rtt_min_s: Option<f64>,
     pub srtt_s: Option<f64>,
@@ -83,6 +85,7 @@ pub struct LinkResult {
     pub tx_bytes: u64,
     pub queue_drops: u64,
     pub loss_drops: u64,
+    pub ecn_marks: u64,
     /// Fraction of the window the transmitter was busy.
     pub utilisation: f64,
 }
@@ -130,6 +133,7 @@ impl Simulation {
                     bytes_delivered: 0,
                     timeouts: 0,
                     fast_retransmits: 0,
+                    ecn_reductions: 0,
                     rtt_mean_s: None,
                     rtt_min_s: None,
                     srtt_s: None,
@@ -158,6 +162,7 @@ impl Simulation {
                     r.bytes_delivered = rx.goodput_bytes;
                     r.timeouts = tx.timeouts;
                     r.fast_retransmits = tx.fast_retransmits;
+                    r.ecn_reductions = tx.ecn_reductions;
                     r.rtt_mean_s = (tx.rtt_samples > 0).then(|| tx.rtt_sum_ns as f64 / tx.rtt_samples as f64 / 1e9);
                     r.rtt_min_s = s.min_rtt().map(as_secs_f64);
                     r.srtt_s = s.srtt().map(as_secs_f64);
@@ -195,6 +200,7 @@ impl Simulation {
                     tx_bytes: k.tx_bytes,
                     queue_drops: k.queue_drops,
                     loss_drops: k.loss_drops,
+                    ecn_marks: k.ecn_marks,
                     utilisation: k.tx_bytes as f64 * 8.0 / (c.rate_bps as f64 * window),
                 }
             })

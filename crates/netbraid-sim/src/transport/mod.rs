@@ -12,4 +12,6 @@ use crate::net::packet::Body;
 pub struct Transmit {
     pub body: Body,
     pub size: u32,
+    /// ECN-capable transport (RFC 3168): routers may mark instead of drop.
+    pub ect: bool,
 }

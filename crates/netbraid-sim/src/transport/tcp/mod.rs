@@ -77,6 +77,9 @@ pub struct TcpConfig {
     pub max_sack_blocks: u32,
     /// Keep a record of every congestion event (fast retransmit, timeout, exit).
     pub log_congestion: bool,
+    /// ECN (RFC 3168): data is ECN-capable; the receiver echoes CE marks.
+    #[serde(default)]
+    pub ecn: bool,
 }
 
 impl Default for TcpConfig {
@@ -103,6 +106,7 @@ impl Default for TcpConfig {
             limited_transmit: true,
             max_sack_blocks: 4,
             log_congestion: false,
+            ecn: false,
         }
     }
 }

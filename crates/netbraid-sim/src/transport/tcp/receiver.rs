@@ -40,6 +40,8 @@ pub struct TcpReceiver {
     /// In-order segments received since the last ACK.
     unacked_segments: u32,
     delack_deadline: Option<Time>,
+    /// A CE mark arrived: set ECE on every ACK until the sender's CWR (RFC 3168 §6.1.3).
+    echo_ce: bool,
     /// Starts of recently received out-of-order segments, newest first: the
     /// first SACK block covers the newest, then the most recently reported.
     recent: Vec<u64>,
@@ -61,6 +63,7 @@ impl TcpReceiver {
             right_edge: cfg.rcvbuf,
             unacked_segments: 0,
             delack_deadline: None,
+            echo_ce: false,
             recent: Vec::with_capacity(8),
             stats: TcpReceiverStats::default(),
         }
@@ -76,8 +79,15 @@ impl TcpReceiver {
         self.delack_deadline
     }
 
-    /// A data segment arrived; `wire_size` is its size on the wire.
-    pub fn on_segment(&mut self, now: Time, seg: &TcpSegment, wire_size: u32, out: &mut Vec<Transmit>) {
+    /// A data segment arrived; `wire_size` is its size on the wire and `ce`
+    /// whether a router marked it Congestion Experienced.
+    pub fn on_segment(&mut self, now: Time, seg: &TcpSegment, wire_size: u32, ce: bool, out: &mut Vec<Transmit>) {
+        if seg.flags & tcp_flags::CWR != 0 {
+            self.echo_ce = false;
+        }
+        if ce {
+            self.echo_ce = true;
+        }
         self.stats.segments_received += 1;
         self.stats.wire_bytes_received += wire_size as u64;
         let end = seg.seq + seg.len as u64;
@@ -161,14 +171,8 @@ impl TcpReceiver {
         self.delack_deadline = None;
         self.stats.acks_sent += 1;
         let sack = self.sack_blocks();
-        let seg = TcpSegment {
-            seq: 0,
-            len: 0,
-            ack: self.rcv_nxt,
-            wnd: self.advertised_window(),
-            flags: tcp_flags::ACK,
-            sack,
-        };
-        out.push(Transmit { body: Body::Tcp(seg), size: self.header_bytes + sack.option_bytes() });
+        let flags = tcp_flags::ACK | if self.echo_ce { tcp_flags::ECE } else { 0 };
+        let seg = TcpSegment { seq: 0, len: 0, ack: self.rcv_nxt, wnd: self.advertised_window(), flags, sack };
+        out.push(Transmit { body: Body::Tcp(seg), size: self.header_bytes + sack.option_bytes(), ect: false });
     }
 }

@@ -24,6 +24,8 @@ crate::counters! {
         pub retransmits: u64,
         /// Fast-retransmit / recovery entries.
         pub fast_retransmits: u64,
+        /// Window reductions in response to ECN echoes (RFC 3168).
+        pub ecn_reductions: u64,
         pub timeouts: u64,
         pub acks_received: u64,
         /// Integral of cwnd over time (bytes·ns), for a time-weighted mean.
@@ -90,6 +92,10 @@ pub struct TcpSender {
     /// the first timeout of a segment.
     last_timeout_una: Option<u64>,
     cwnd_clock: Time,
+    /// snd_max at the last ECN reduction: one reduction per window.
+    ecn_recover: u64,
+    /// Set CWR on the next new segment.
+    send_cwr: bool,
     stats: TcpSenderStats,
     log: Vec<CongestionRecord>,
     completed_at: Option<Time>,
@@ -131,6 +137,8 @@ impl TcpSender {
             rto_deadline: None,
             last_timeout_una: None,
             cwnd_clock: 0,
+            ecn_recover: 0,
+            send_cwr: false,
             stats: TcpSenderStats::default(),
             log: Vec::new(),
             completed_at: None,
@@ -233,6 +241,16 @@ impl TcpSender {
             }
         }
 
+        // RFC 3168 §6.1.2: an ECN echo halves the window once per window of
+        // data, without retransmitting; the next new segment carries CWR.
+        if self.cfg.ecn && seg.flags & tcp_flags::ECE != 0 && !self.in_recovery && ack > self.ecn_recover {
+            let cwnd_before = self.cwnd();
+            self.cc.on_congestion_event(now, flight_before);
+            self.ecn_recover = self.snd_max;
+            self.send_cwr = true;
+            self.stats.ecn_reductions += 1;
+            self.record(now, "ecn_reduction", flight_before, cwnd_before);
+        }
         if ack > self.snd_una {
             self.on_new_ack(now, ack, flight_before, out);
             // RFC 6675 §5 (4b): loss may be evident from SACK information on
@@ -580,7 +598,13 @@ impl TcpSender {
         }
         self.snd_max += len;
         self.snd_nxt = self.snd_max;
+        let cwr = std::mem::take(&mut self.send_cwr);
         self.emit(now, seq, len, out);
+        if cwr {
+            if let Some(Transmit { body: Body::Tcp(seg), .. }) = out.last_mut() {
+                seg.flags |= tcp_flags::CWR;
+            }
+        }
         len
     }
 
@@ -605,7 +629,7 @@ impl TcpSender {
         // (unused) receive buffer would advertise, as a real stack's would.
         let wnd = self.cfg.rcvbuf.min(u32::MAX as u64) as u32;
         let seg = TcpSegment { seq, len: len as u32, ack: 0, wnd, flags: tcp_flags::ACK, sack: Default::default() };
-        out.push(Transmit { body: Body::Tcp(seg), size: len as u32 + self.cfg.header_bytes });
+        out.push(Transmit { body: Body::Tcp(seg), size: len as u32 + self.cfg.header_bytes, ect: self.cfg.ecn });
     }
 
     fn account_cwnd(&mut self, now: Time) {
