@@ -260,6 +260,81 @@ def report(directory: Path = typer.Argument(..., help="A results directory from 
     out_console.print(f"report written to {out}/ (open {out / 'report.html'})")
 
 
+def _interval(c: dict[str, float]) -> str:
+    if c["n"] < 2 or c["ci95_high"] != c["ci95_high"]:
+        return f"{c['mean']:.4g}"
+    return f"{c['mean']:.4g} [{c['ci95_low']:.4g}, {c['ci95_high']:.4g}]"
+
+
+@app.command()
+def paper(
+    number: str = typer.Argument(..., help="Which paper: 003."),
+    reps: int = typer.Option(20, help="Replications per configuration (the paper ran 20)."),
+    quick: bool = typer.Option(False, help="3 replications of 30 s instead: a check that runs in a minute."),
+    out: Optional[Path] = typer.Option(None, help="Results directory (default results/paper-NNN)."),
+    seed: int = typer.Option(1, help="Base seed (replication r uses SEED + r)."),
+    workers: Optional[int] = typer.Option(None, help="Parallel runs (default: every core)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+) -> None:
+    """Reproduce a seed paper's tables and print them beside the paper's numbers."""
+    import csv
+    import time
+
+    from .papers import PAPERS
+
+    module = PAPERS.get(number.zfill(3))
+    if module is None:
+        fail(ScenarioError(f"paper: {number!r} is not available (allowed: {', '.join(PAPERS)})"))
+        return
+    if reps < 2:
+        fail(ScenarioError("--reps: at least 2 (intervals need two replications)"))
+    if quick:
+        reps = min(reps, 3)
+    measure_s = 30.0 if quick else 180.0
+    out = out or Path("results") / f"paper-{number.zfill(3)}{'-quick' if quick else ''}"
+    prepare_out(out)
+    started = time.perf_counter()
+    try:
+        results = module.run(reps=reps, measure_s=measure_s, seed=seed, workers=workers, out=out, progress=not quiet)
+    except (ScenarioError, ExperimentError) as e:
+        fail(e)
+        return
+    wall = time.perf_counter() - started
+    rows = module.comparison_rows(results)
+    out_console.print(f"[bold]paper {number.zfill(3)}[/]: {escape(module.TITLE)}")
+    out_console.print(f"{reps} replications × {measure_s:g} s measured per configuration · {wall:.1f} s wall")
+    md = [f"# paper {number.zfill(3)}: netbraid beside the paper", "",
+          f"{reps} replications × {measure_s:g} s per configuration, seeds {seed}…{seed + reps - 1}, {wall:.1f} s wall.", ""]
+    for table_no, title, configs, metrics in module.TABLES:
+        t = Table(title=f"Table {table_no} — {title}")
+        t.add_column("config", justify="left")
+        header = ["config"]
+        for m in metrics:
+            name = module.COLUMN_NAMES[m]
+            t.add_column(f"{name}\nnetbraid mean [95 % CI]", justify="right")
+            t.add_column(f"{name}\npaper [95 % CI]", justify="right")
+            t.add_column("diff", justify="right")
+            header += [f"{name} netbraid", f"{name} paper", "diff"]
+        md += [f"## Table {table_no}: {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for label, _ in configs:
+            cells = [label]
+            for m in metrics:
+                r = next(x for x in rows if x["config"] == label and x["metric"] == m)
+                c = results[label][m]
+                cells += [_interval(c), f"[{r['paper_low']:g}, {r['paper_high']:g}]", f"{100 * r['relative_difference']:+.1f} %"]
+            t.add_row(*cells)
+            md.append("| " + " | ".join(cells) + " |")
+        md.append("")
+        out_console.print(t)
+    (out / "tables.md").write_text("\n".join(md))
+    with (out / "comparison.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    module.plots(results, out)
+    out_console.print(f"tables, comparison.csv and plots in {out}/")
+
+
 @app.command("resolve")
 def resolve_command(
     scenario: Path = typer.Argument(..., help="Scenario file (TOML)."),
