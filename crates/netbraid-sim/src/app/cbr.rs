@@ -1,6 +1,6 @@
 //! Constant-bit-rate UDP source: one datagram every size·8/rate seconds,
 //! from `start` until `stop` (sans-IO: the simulator calls `on_timer` at
-//! `poll_at`).
+//! `poll_at`). Also the `Emitter` every datagram source is built on.
 
 use crate::engine::time::serialisation_time;
 use crate::engine::Time;
@@ -14,43 +14,31 @@ crate::counters! {
     }
 }
 
-
-pub struct CbrSource {
+/// What every datagram source shares: sequence numbers, counters, the stop
+/// time and the send loop. A source only says how long to wait after each
+/// datagram.
+pub(crate) struct Emitter {
     /// Payload bytes per datagram.
     payload: u32,
     /// Header bytes added on the wire.
     header: u32,
-    /// Interval between datagrams: the *payload* rate is the configured rate
-    /// (as iperf's -b), so the wire rate is higher by the headers.
-    interval: Time,
     next_at: Option<Time>,
     stop: Time,
     seq: u64,
-    stats: CbrStats,
+    pub(crate) stats: CbrStats,
 }
 
-impl CbrSource {
-    pub fn new(rate_bps: u64, payload: u32, header: u32, start: Time, stop: Time) -> Self {
-        Self {
-            payload,
-            header,
-            interval: serialisation_time(payload, rate_bps).max(1),
-            next_at: Some(start),
-            stop,
-            seq: 0,
-            stats: CbrStats::default(),
-        }
+impl Emitter {
+    pub(crate) fn new(payload: u32, header: u32, first: Time, stop: Time) -> Self {
+        Self { payload, header, next_at: Some(first), stop, seq: 0, stats: CbrStats::default() }
     }
 
-    pub fn poll_at(&self) -> Option<Time> {
+    pub(crate) fn poll_at(&self) -> Option<Time> {
         self.next_at
     }
 
-    pub fn stats(&self) -> &CbrStats {
-        &self.stats
-    }
-
-    pub fn on_timer(&mut self, now: Time, out: &mut Vec<Transmit>) {
+    /// Send every datagram due by `now`; `gap` gives the wait after each.
+    pub(crate) fn run(&mut self, now: Time, out: &mut Vec<Transmit>, mut gap: impl FnMut() -> Time) {
         while let Some(at) = self.next_at {
             if at > now {
                 break;
@@ -67,8 +55,34 @@ impl CbrSource {
             self.seq += 1;
             self.stats.datagrams_sent += 1;
             self.stats.payload_bytes_sent += self.payload as u64;
-            self.next_at = Some(at + self.interval);
+            self.next_at = Some(at.saturating_add(gap()));
         }
+    }
+}
+
+pub struct CbrSource {
+    emitter: Emitter,
+    /// Interval between datagrams: the *payload* rate is the configured rate
+    /// (as iperf's -b), so the wire rate is higher by the headers.
+    interval: Time,
+}
+
+impl CbrSource {
+    pub fn new(rate_bps: u64, payload: u32, header: u32, start: Time, stop: Time) -> Self {
+        Self { emitter: Emitter::new(payload, header, start, stop), interval: serialisation_time(payload, rate_bps).max(1) }
+    }
+
+    pub fn poll_at(&self) -> Option<Time> {
+        self.emitter.poll_at()
+    }
+
+    pub fn stats(&self) -> &CbrStats {
+        &self.emitter.stats
+    }
+
+    pub fn on_timer(&mut self, now: Time, out: &mut Vec<Transmit>) {
+        let interval = self.interval;
+        self.emitter.run(now, out, || interval);
     }
 }
 

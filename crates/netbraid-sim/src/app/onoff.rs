@@ -7,10 +7,10 @@
 
 use crate::engine::time::{serialisation_time, SECOND};
 use crate::engine::{RandomStream, Time};
-use crate::net::packet::{Body, UdpDatagram};
 use crate::transport::Transmit;
 use serde::Deserialize;
 
+use super::cbr::Emitter;
 use super::CbrStats;
 
 #[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
@@ -22,8 +22,12 @@ pub enum OnOffDistribution {
 }
 
 pub struct OnOffSource {
-    payload: u32,
-    header: u32,
+    emitter: Emitter,
+    gaps: Gaps,
+}
+
+/// The ON/OFF process: how long to wait after each packet.
+struct Gaps {
     /// Packet interval while ON.
     interval: Time,
     /// Mean burst length in packets (burst_time / interval).
@@ -34,10 +38,6 @@ pub struct OnOffSource {
     rng: RandomStream,
     /// Packets left in the current burst.
     remaining: u64,
-    next_at: Option<Time>,
-    stop: Time,
-    seq: u64,
-    stats: CbrStats,
 }
 
 impl OnOffSource {
@@ -46,25 +46,33 @@ impl OnOffSource {
                rng: RandomStream, start: Time, stop: Time) -> Self {
         // ns-2 paces by the packet size it is given (no header added there).
         let interval = serialisation_time(payload, rate_bps).max(1);
-        let mut src = Self {
-            payload,
-            header,
+        let mut gaps = Gaps {
             interval,
             burst_mean: burst as f64 / interval as f64,
             idle_mean: idle as f64 / SECOND as f64,
             distribution,
             rng,
             remaining: 0,
-            next_at: None,
-            stop,
-            seq: 0,
-            stats: CbrStats::default(),
         };
-        let first = start.saturating_add(src.next_gap());
-        src.next_at = Some(first);
-        src
+        let first = start.saturating_add(gaps.next_gap());
+        Self { emitter: Emitter::new(payload, header, first, stop), gaps }
     }
 
+    pub fn poll_at(&self) -> Option<Time> {
+        self.emitter.poll_at()
+    }
+
+    pub fn stats(&self) -> &CbrStats {
+        &self.emitter.stats
+    }
+
+    pub fn on_timer(&mut self, now: Time, out: &mut Vec<Transmit>) {
+        let gaps = &mut self.gaps;
+        self.emitter.run(now, out, || gaps.next_gap());
+    }
+}
+
+impl Gaps {
     /// Draw with the configured distribution and mean.
     fn draw(&mut self, mean: f64) -> f64 {
         match self.distribution {
@@ -88,36 +96,6 @@ impl OnOffSource {
         }
         self.remaining -= 1;
         t
-    }
-
-    pub fn poll_at(&self) -> Option<Time> {
-        self.next_at
-    }
-
-    pub fn stats(&self) -> &CbrStats {
-        &self.stats
-    }
-
-    pub fn on_timer(&mut self, now: Time, out: &mut Vec<Transmit>) {
-        while let Some(at) = self.next_at {
-            if at > now {
-                break;
-            }
-            if at >= self.stop {
-                self.next_at = None;
-                break;
-            }
-            out.push(Transmit {
-                body: Body::Udp(UdpDatagram { seq: self.seq, len: self.payload }),
-                size: self.payload + self.header,
-                ect: false,
-            });
-            self.seq += 1;
-            self.stats.datagrams_sent += 1;
-            self.stats.payload_bytes_sent += self.payload as u64;
-            let gap = self.next_gap();
-            self.next_at = Some(at.saturating_add(gap));
-        }
     }
 }
 
@@ -181,9 +159,9 @@ mod tests {
                                        RandomStream::new(5, "g"), 0, Time::MAX);
         let mut offs = Vec::new();
         for _ in 0..200_000 {
-            let g = src.next_gap();
-            if g > src.interval {
-                offs.push((g - src.interval) as f64 / 1e9);
+            let g = src.gaps.next_gap();
+            if g > src.gaps.interval {
+                offs.push((g - src.gaps.interval) as f64 / 1e9);
             }
         }
         let mean = offs.iter().sum::<f64>() / offs.len() as f64;

@@ -23,6 +23,20 @@ fn ack(s: &mut TcpSender, now: Time, ack: u64, out: &mut Vec<Transmit>) {
     s.on_segment(now, &seg, out);
 }
 
+/// Start an unlimited transfer and ack the first four segments one by one
+/// (slow start: the window grows to seven); returns the time and the flight
+/// size, with the outbox cleared.
+fn grow_window(s: &mut TcpSender, out: &mut Vec<Transmit>) -> (Time, u64) {
+    s.write(0, None, out);
+    let mut t = 100 * MILLISECOND;
+    for a in 1..=4 {
+        ack(s, t, a * MSS, out);
+        t += MILLISECOND;
+    }
+    out.clear();
+    (t, s.flight_size())
+}
+
 fn seqs(out: &[Transmit]) -> Vec<u64> {
     out.iter()
         .map(|t| match t.body {
@@ -108,15 +122,7 @@ fn karn_ignores_acks_of_retransmissions() {
 fn third_dupack_fast_retransmits_once() {
     let mut s = sender();
     let mut out = Vec::new();
-    s.write(0, None, &mut out);
-    // Grow to ten outstanding segments by acking the first few one by one.
-    let mut t = 100 * MILLISECOND;
-    for a in 1..=4 {
-        ack(&mut s, t, a * MSS, &mut out);
-        t += MILLISECOND;
-    }
-    let flight = s.flight_size();
-    out.clear();
+    let (t, flight) = grow_window(&mut s, &mut out);
     for _ in 0..3 {
         ack(&mut s, t, 4 * MSS, &mut out);
     }
@@ -204,14 +210,7 @@ fn tahoe_fast_retransmit_restarts_slow_start() {
         ..TcpConfig::default()
     });
     let mut out = Vec::new();
-    s.write(0, None, &mut out);
-    let mut t = 100 * MILLISECOND;
-    for a in 1..=4 {
-        ack(&mut s, t, a * MSS, &mut out);
-        t += MILLISECOND;
-    }
-    let flight = s.flight_size();
-    out.clear();
+    let (t, flight) = grow_window(&mut s, &mut out);
     for _ in 0..3 {
         ack(&mut s, t, 4 * MSS, &mut out);
     }
