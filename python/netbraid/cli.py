@@ -275,6 +275,7 @@ def paper(
     seed: int = typer.Option(1, help="Base seed (replication r uses SEED + r)."),
     workers: Optional[int] = typer.Option(None, help="Parallel runs (default: every core)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+    tcp: list[str] = typer.Option([], "--tcp", help="Override a TCP setting: KEY=VALUE, e.g. limited_transmit=false (repeatable)."),
 ) -> None:
     """Reproduce a seed paper's tables and print them beside the paper's numbers."""
     import csv
@@ -292,17 +293,32 @@ def paper(
         reps = min(reps, 3)
     measure_s = 30.0 if quick else 180.0
     out = out or Path("results") / f"paper-{number.zfill(3)}{'-quick' if quick else ''}"
+    from .overrides import parse_value, split_assignment
+    from .schema import TCP_FIELDS
+
+    overrides: dict[str, Any] = {}
+    try:
+        for item in tcp:
+            key, raw = split_assignment(item, "--tcp")
+            if key not in TCP_FIELDS:
+                raise ScenarioError(f"--tcp {item!r}: unknown TCP setting '{key}' (allowed: {', '.join(TCP_FIELDS)})")
+            overrides[key] = parse_value(raw)
+    except ScenarioError as e:
+        fail(e)
+        return
     prepare_out(out)
     started = time.perf_counter()
     try:
-        results = module.run(reps=reps, measure_s=measure_s, seed=seed, workers=workers, out=out, progress=not quiet)
+        results = module.run(reps=reps, measure_s=measure_s, seed=seed, workers=workers, out=out,
+                             progress=not quiet, tcp=overrides or None)
     except (ScenarioError, ExperimentError) as e:
         fail(e)
         return
     wall = time.perf_counter() - started
     rows = module.comparison_rows(results)
     out_console.print(f"[bold]paper {number.zfill(3)}[/]: {escape(module.TITLE)}")
-    out_console.print(f"{reps} replications × {measure_s:g} s measured per configuration · {wall:.1f} s wall")
+    out_console.print(f"{reps} replications × {measure_s:g} s measured per configuration · {wall:.1f} s wall"
+                      + (f" · TCP overrides: {escape(str(overrides))}" if overrides else ""))
     md = [f"# paper {number.zfill(3)}: netbraid beside the paper", "",
           f"{reps} replications × {measure_s:g} s per configuration, seeds {seed}…{seed + reps - 1}, {wall:.1f} s wall.", ""]
     for table_no, title, configs, metrics in module.TABLES:

@@ -113,11 +113,13 @@ def per_run(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def run(*, reps: int = 20, measure_s: float = 180.0, seed: int = 1, workers: int | None = None,
-        out=None, progress: bool = False) -> dict[str, dict[str, dict[str, float]]]:
-    """Every configuration of the paper: {label: {metric: mean_ci}}."""
+        out=None, progress: bool = False, tcp: dict[str, Any] | None = None) -> dict[str, dict[str, dict[str, float]]]:
+    """Every configuration of the paper: {label: {metric: mean_ci}}. `tcp`
+    overrides the TCP settings (e.g. {"limited_transmit": False} for ns-2
+    before singledup_ defaulted to 1)."""
     results: dict[str, dict[str, dict[str, float]]] = {}
     for label, rates in HOMOGENEOUS + HETEROGENEOUS:
-        plan = make_plan(scenario(rates, measure_s=measure_s), reps=reps, seed=seed)
+        plan = make_plan(scenario(rates, measure_s=measure_s, tcp=tcp), reps=reps, seed=seed)
         where = None if out is None else out / label.replace(",", "-").replace("=", "")
         runs, _ = execute(plan, where, workers=workers, progress=progress, resume=where is not None and where.exists())
         metrics = per_run(runs)
