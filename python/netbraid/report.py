@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from .api import jain_fairness
 from .experiment import JOURNAL, MANIFEST, SERIES_PARTS, ExperimentError, Journal, tables_from_records
 from .stats import mean_ci, summarize
 from .units import parse_rate, parse_size, parse_time
@@ -33,11 +34,10 @@ def per_run(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     rows = []
     for run_id, g in runs.groupby("run_id", sort=True):
         goodputs = g["goodput_bps"].astype(float).tolist()
-        sq = sum(x * x for x in goodputs)
         rows.append({
             "run_id": run_id, **{a: g[a].iloc[0] for a in axes},
             "aggregate_goodput_bps": sum(goodputs),
-            "jain": (sum(goodputs) ** 2 / (len(goodputs) * sq)) if sq > 0 else 1.0,
+            "jain": jain_fairness(goodputs),
             "mean_loss_rate": float(g["loss_rate"].mean()),
         })
     return pd.DataFrame(rows)
@@ -224,9 +224,10 @@ def series_plots(series: pd.DataFrame, runs: pd.DataFrame, axes: list[str], out:
     if series.empty:
         return made
     first_runs = runs[runs["rep"] == runs["rep"].min()].drop_duplicates("run_id").head(4)
-    for i, row in enumerate(first_runs.itertuples(index=False)):
-        s = series[series["run_id"] == row.run_id]
-        where = ", ".join(f"{a}={getattr(row, a) if hasattr(row, a) else runs.loc[runs.run_id == row.run_id, a].iloc[0]}" for a in axes)
+    # records, not itertuples: axis names contain dots
+    for i, row in enumerate(first_runs.to_dict("records")):
+        s = series[series["run_id"] == row["run_id"]]
+        where = ", ".join(f"{a}={row[a]}" for a in axes)
         for column, ylabel, scale, stem in (("goodput_bps", "goodput (Mb/s)", 1e-6, "series_goodput"),
                                             ("cwnd_bytes", "congestion window (KB)", 1 / 1024, "series_cwnd")):
             fig, ax = _figure()
@@ -236,7 +237,7 @@ def series_plots(series: pd.DataFrame, runs: pd.DataFrame, axes: list[str], out:
                 ax.plot(f["time_s"], f[column].astype(float) * scale, label=name, linewidth=1.2)
             ax.set_xlabel("time (s)")
             ax.set_ylabel(ylabel)
-            ax.set_title(f"{ylabel} over time" + (f" ({where}, seed {row.seed})" if where else f" (seed {row.seed})"))
+            ax.set_title(f"{ylabel} over time" + (f" ({where}, seed {row['seed']})" if where else f" (seed {row['seed']})"))
             ax.legend(fontsize="small", ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
             fig.set_size_inches(10.5, 4.6)
             made += _save(fig, out, f"{stem}_{i}")

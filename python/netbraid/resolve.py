@@ -320,11 +320,3 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
         "pcap": pcaps,
     }
 
-
-def link_directions(resolved: dict[str, Any]) -> list[str]:
-    """Names of every link direction ("a->b"), in channel order."""
-    names = [n["name"] for n in resolved["nodes"]]
-    out = []
-    for lk in resolved["links"]:
-        out += [f"{names[lk['a']]}->{names[lk['b']]}", f"{names[lk['b']]}->{names[lk['a']]}"]
-    return out

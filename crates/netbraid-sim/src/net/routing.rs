@@ -55,7 +55,7 @@ struct Group {
 }
 
 impl Group {
-    fn pick(&mut self, flow_hash: u64) -> ChannelId {
+    fn pick(&mut self, flow_hash: impl FnOnce() -> u64) -> ChannelId {
         let k = self.channels.len();
         match self.policy {
             Multipath::None => self.channels[0],
@@ -64,7 +64,7 @@ impl Group {
                 self.counter = (self.counter + 1) % k;
                 ch
             }
-            Multipath::Ecmp => self.channels[(flow_hash % k as u64) as usize],
+            Multipath::Ecmp => self.channels[(flow_hash() % k as u64) as usize],
             Multipath::Weighted => {
                 let total: i64 = self.weights.iter().sum();
                 for (c, w) in self.credit.iter_mut().zip(&self.weights) {
@@ -190,9 +190,9 @@ impl RoutingTable {
 
     /// The next channel from `node` towards `dst`. Multipath groups pick one
     /// (and advance their round-robin state); `flow_hash` identifies the
-    /// packet's flow for ECMP.
+    /// packet's flow for ECMP and is only computed when ECMP needs it.
     #[inline]
-    pub fn route(&mut self, node: NodeId, dst: IfaceId, flow_hash: u64) -> u32 {
+    pub fn route(&mut self, node: NodeId, dst: IfaceId, flow_hash: impl FnOnce() -> u64) -> u32 {
         let e = self.entry(node, dst);
         match group_of(e) {
             Some(g) => self.groups[g].pick(flow_hash),
@@ -350,7 +350,7 @@ mod tests {
             for n in [1u64, 7, 10, 101] {
                 let mut counts = vec![0u64; k as usize];
                 for i in 0..n {
-                    let ch = t.route(1, dst, i % 3); // three flows interleaved
+                    let ch = t.route(1, dst, || i % 3); // three flows interleaved
                     counts[(ch / 2 - 1) as usize] += 1;
                 }
                 let total: u64 = counts.iter().sum();
@@ -360,7 +360,7 @@ mod tests {
                 }
                 // reset by draining to a multiple of k for the next n
                 while counts.iter().any(|&c| c != counts[0]) {
-                    let ch = t.route(1, dst, 0);
+                    let ch = t.route(1, dst, || 0);
                     counts[(ch / 2 - 1) as usize] += 1;
                 }
             }
@@ -373,9 +373,9 @@ mod tests {
         let mut used = std::collections::HashSet::new();
         for flow in 0..64u64 {
             let hash = flow.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            let first = t.route(1, dst, hash);
+            let first = t.route(1, dst, || hash);
             for _ in 0..50 {
-                assert_eq!(t.route(1, dst, hash), first);
+                assert_eq!(t.route(1, dst, || hash), first);
             }
             used.insert(first);
         }
@@ -387,7 +387,7 @@ mod tests {
         let (mut t, dst) = parallel(3, Multipath::Weighted, &[15_000_000, 10_000_000, 5_000_000]);
         let mut counts = [0u32; 3];
         for _ in 0..600 {
-            counts[(t.route(1, dst, 0) / 2 - 1) as usize] += 1;
+            counts[(t.route(1, dst, || 0) / 2 - 1) as usize] += 1;
         }
         assert_eq!(counts, [300, 200, 100]);
     }

@@ -325,8 +325,8 @@ impl Simulation {
         if self.iface_node[pkt.dst as usize] == node {
             return self.deliver(now, h);
         }
-        // The 5-tuple of a flow direction, hashed, for ECMP (unused otherwise).
-        let flow_hash = mix64(((pkt.src as u64) << 32 | pkt.dst as u64) ^ (pkt.flow as u64).rotate_left(17) ^ node as u64);
+        // For ECMP: the 5-tuple of a flow direction (and the router), hashed.
+        let flow_hash = || mix64(((pkt.src as u64) << 32 | pkt.dst as u64) ^ (pkt.flow as u64).rotate_left(17) ^ node as u64);
         let next = self.routes.route(node, pkt.dst, flow_hash);
         if !self.is_router[node as usize] || next == NO_ROUTE || next == LOCAL || pkt.ttl <= 1 {
             self.unroutable += 1;

@@ -12,9 +12,7 @@ pub struct RttEstimator {
     rto_max: Time,
     rto_initial: Time,
     granularity: Time,
-    /// Every sample taken, for reporting.
-    pub samples: u64,
-    pub sample_sum: u128,
+    /// Smallest sample seen, for reporting.
     pub min_rtt: Option<Time>,
 }
 
@@ -28,8 +26,6 @@ impl RttEstimator {
             rto_max,
             rto_initial,
             granularity,
-            samples: 0,
-            sample_sum: 0,
             min_rtt: None,
         }
     }
@@ -49,8 +45,6 @@ impl RttEstimator {
             }
         }
         self.backoff = 0;
-        self.samples += 1;
-        self.sample_sum += r as u128;
         self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
     }
 
