@@ -1,36 +1,48 @@
 """netbraid: throughput, loss and fairness of (multipath) transports over
-the paths you describe, on a fast simulator or real stacks."""
+the paths you describe, on a fast simulator or real stacks.
+
+Names are imported on first use (PEP 562), so that small entry points such as
+``netbraid-linkemu`` and the emu traffic tools start without loading pandas
+and scipy."""
+
+from importlib import import_module
+from typing import Any
 
 from ._sim import __version__
-from .api import jain_fairness, run, run_resolved, simulate, sweep
-from .errors import ScenarioError
-from .resolve import resolve
-from .scenario_io import load_scenario
-from .experiment import ExperimentError
-from .schema import Flow, Host, Link, Measure, Route, Router, Scenario, Sweep, TcpOptions
-from . import stats
-from .stats import mean_ci, summarize
 
-__all__ = [
-    "__version__",
-    "ExperimentError",
-    "Sweep",
-    "mean_ci",
-    "simulate",
-    "summarize",
-    "sweep",
-    "Flow",
-    "Host",
-    "Link",
-    "Measure",
-    "Route",
-    "Router",
-    "Scenario",
-    "ScenarioError",
-    "TcpOptions",
-    "jain_fairness",
-    "load_scenario",
-    "resolve",
-    "run",
-    "run_resolved",
-]
+_WHERE = {
+    "jain_fairness": "api",
+    "run": "api",
+    "run_resolved": "api",
+    "simulate": "api",
+    "sweep": "api",
+    "ScenarioError": "errors",
+    "resolve": "resolve",
+    "load_scenario": "scenario_io",
+    "ExperimentError": "experiment",
+    "Flow": "schema",
+    "Host": "schema",
+    "Link": "schema",
+    "Measure": "schema",
+    "Route": "schema",
+    "Router": "schema",
+    "Scenario": "schema",
+    "Sweep": "schema",
+    "TcpOptions": "schema",
+    "mean_ci": "stats",
+    "summarize": "stats",
+}
+
+__all__ = ["__version__", "stats", *_WHERE]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "stats":
+        return import_module(".stats", __name__)
+    if name in _WHERE:
+        return getattr(import_module(f".{_WHERE[name]}", __name__), name)
+    raise AttributeError(f"module 'netbraid' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

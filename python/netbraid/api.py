@@ -21,8 +21,13 @@ def as_scenario(scenario: Scenario | str | Path, overrides: list[str] | None = N
     raise ScenarioError(f"scenario: expected a netbraid.Scenario or the path of a TOML file, got {type(scenario).__name__}")
 
 
-def run_resolved(resolved: dict[str, Any]) -> dict[str, Any]:
-    """Run an already resolved scenario on the simulator."""
+def run_resolved(resolved: dict[str, Any], backend: str = "sim") -> dict[str, Any]:
+    """Run an already resolved scenario on `backend` ("sim" or "emu"; resolve
+    it for that backend)."""
+    if backend == "emu":
+        from .emu.backend import run as run_emu
+
+        return run_emu(resolved)
     try:
         out = _sim.run_json(json.dumps(resolved))
     except ValueError as e:
@@ -36,12 +41,14 @@ def simulate(
     seed: int | None = None,
     overrides: list[str] | None = None,
     pcap: list[tuple[str, str]] | None = None,
+    backend: str = "sim",
 ) -> dict[str, Any]:
-    """Run one scenario once on the simulator and return its raw results: a
-    dict with ``flows`` (per-flow metrics), ``links``, ``events``, ``wall_s``
-    and, if the scenario asks for it (``measure.interval``), ``series``."""
+    """Run one scenario once and return its raw results: a dict with
+    ``flows`` (per-flow metrics), ``links``, ``events``, ``wall_s`` and, if
+    the scenario asks for it on sim (``measure.interval``), ``series``.
+    ``backend="emu"`` runs it on real Linux stacks (root; see docs/emu.md)."""
     s = as_scenario(scenario, overrides)
-    return run_resolved(resolve(s, seed=seed, pcap=pcap))
+    return run_resolved(resolve(s, seed=seed, pcap=pcap, backend=backend), backend)
 
 
 def run(

@@ -20,7 +20,11 @@ from .stats import mean_ci
 from .resolve import resolve
 from .results_dir import write_run
 from .scenario_io import load_scenario
+from .emu.netns import EmuError
+from .emu.platform import EmuUnavailable
 from .units import format_rate
+
+EMU_FAILURES = (EmuError, EmuUnavailable)
 
 app = typer.Typer(
     help="netbraid: throughput, loss and fairness of (multipath) transports over the paths you describe.",
@@ -64,7 +68,7 @@ def run(
     out: Optional[Path] = typer.Option(None, help="Write results, the resolved scenario and the command here."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document instead of tables."),
     pcap: list[str] = typer.Option([], help="Capture a link direction, written FROM->TO (quote it), as pcap (repeatable)."),
-    backend: str = typer.Option("sim", help="Backend: sim (the simulator)."),
+    backend: str = typer.Option("sim", help="Backend: sim (the simulator) or emu (real Linux stacks in namespaces; root)."),
     reps: int = typer.Option(1, help="Replications (seeds SEED, SEED+1, …); metrics become mean and 95 % interval."),
     until: Optional[float] = typer.Option(None, help="Sequential mode: add replications until every flow's goodput interval is within ±UNTIL × mean (e.g. 0.05)."),
     max_reps: int = typer.Option(100, help="Most replications in sequential mode."),
@@ -72,8 +76,10 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Run one scenario and print per-flow results."""
-    if backend != "sim":
-        fail(ScenarioError(f"--backend: {backend!r} is not available yet (allowed: sim)"))
+    if backend not in ("sim", "emu"):
+        fail(ScenarioError(f"--backend: {backend!r} is not a backend (allowed: sim, emu)"))
+    if backend == "emu" and pcap:
+        fail(ScenarioError("--pcap: captures are made by the simulator; on emu use tcpdump in the namespaces"))
     if seed is not None and not 0 <= seed < 2**64:
         fail(ScenarioError(f"--seed: {seed} is out of range (allowed: 0 to 2^64-1)"))
     if reps < 1 or max_reps < 1:
@@ -85,7 +91,7 @@ def run(
     if reps > 1 or until is not None:
         if pcap:
             fail(ScenarioError("--pcap: captures one run; use it without --reps"))
-        return run_replications(scenario, set_, seed, out, json_out, reps, until, max_reps, workers, quiet)
+        return run_replications(scenario, set_, seed, out, json_out, reps, until, max_reps, workers, quiet, backend)
     prepare_out(out)
     try:
         s = load_scenario(scenario, set_)
@@ -93,10 +99,13 @@ def run(
         if pcap:
             pcap_dir.mkdir(parents=True, exist_ok=True)
         captures = [(d, str(pcap_dir / f"{d.replace('->', '_to_')}.pcap")) for d in pcap]
-        resolved = resolve(s, seed=seed, pcap=captures)
-        result = run_resolved(resolved)
+        resolved = resolve(s, seed=seed, pcap=captures, backend=backend)
+        result = run_resolved(resolved, backend)
     except ScenarioError as e:
         fail(e)
+        return
+    except EMU_FAILURES as e:
+        fail(e, code=3)
         return
     except KeyboardInterrupt:
         fail(ScenarioError("interrupted: no results were written"), code=130)
@@ -121,26 +130,34 @@ def run(
 
 
 def run_replications(scenario: Path, set_: list[str], seed: Optional[int], out: Optional[Path], json_out: bool,
-                     reps: int, until: Optional[float], max_reps: int, workers: Optional[int], quiet: bool) -> None:
+                     reps: int, until: Optional[float], max_reps: int, workers: Optional[int], quiet: bool,
+                     backend: str = "sim") -> None:
     if out is not None and out.exists() and not out.is_dir():
         fail(ScenarioError(f"--out: {out} exists and is not a directory"))
     try:
         s = load_scenario(scenario, set_)
         if until is None:
-            plan = make_plan(s, reps=reps, seed=seed)
+            plan = make_plan(s, reps=reps, seed=seed, backend=backend)
             runs, _ = execute(plan, out, workers=workers, progress=not quiet and not json_out)
         else:
             def report(done: int, widest: float) -> None:
                 if not quiet and not json_out:
                     err_console.print(f"{done} replications: widest goodput interval ±{100 * widest:.1f} % of the mean")
 
-            runs, _ = replicate_until(s, until, max_reps=max_reps, reps=reps, seed=seed, workers=workers, on_batch=report)
+            runs, _ = replicate_until(s, until, max_reps=max_reps, reps=reps, seed=seed, workers=workers, on_batch=report,
+                                      backend=backend)
             if out is not None:
                 out.mkdir(parents=True, exist_ok=True)
                 runs.to_parquet(out / "runs.parquet", index=False)
                 runs.to_csv(out / "runs.csv", index=False)
     except (ScenarioError, ExperimentError) as e:
         fail(e)
+        return
+    except EMU_FAILURES as e:
+        fail(e, code=3)
+        return
+    except KeyboardInterrupt:
+        fail(ScenarioError("interrupted"), code=130)
         return
     except OSError as e:
         fail(ExperimentError(f"--out: cannot write to {out}: {e.strerror or e}"))
@@ -164,10 +181,16 @@ REPORTED = ["throughput_bps", "goodput_bps", "loss_rate", "retransmits", "timeou
 def replication_summary(runs) -> dict[str, Any]:
     """The --json document with --reps: each metric as {mean, ci95_low, ci95_high, n}."""
     flows = []
-    for name, g in runs.groupby("flow", sort=False):
+    subflow_rows = runs[runs["subflow"].notna()]
+    for name, g in runs[runs["subflow"].isna()].groupby("flow", sort=False):
         entry: dict[str, Any] = {"name": name, "kind": g["kind"].iloc[0], "src": g["src"].iloc[0], "dst": g["dst"].iloc[0]}
         for m in REPORTED:
             entry[m] = mean_ci(g[m].tolist())
+        subs = subflow_rows[subflow_rows["flow"] == name]
+        if len(subs):
+            entry["subflows"] = [{"name": sub, "goodput_bps": mean_ci(sg["goodput_bps"].tolist()),
+                                  "bytes": mean_ci(sg["bytes_delivered"].tolist())}
+                                 for sub, sg in subs.groupby("subflow", sort=False)]
         flows.append(entry)
     per_run = runs.drop_duplicates("run_id")
     return {
@@ -210,9 +233,12 @@ def sweep(
     seed: Optional[int] = typer.Option(None, help="Base seed (replication r uses SEED + r)."),
     workers: Optional[int] = typer.Option(None, help="Parallel runs on this machine (default: every core)."),
     dask: Optional[str] = typer.Option(None, help="Run on this Dask scheduler (e.g. tcp://10.0.0.1:8786) instead."),
+    backend: str = typer.Option("sim", help="Backend: sim or emu (emu runs one at a time)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Run a scenario over a grid of parameter values, with replications."""
+    if backend not in ("sim", "emu"):
+        fail(ScenarioError(f"--backend: {backend!r} is not a backend (allowed: sim, emu)"))
     if workers is not None and workers < 1:
         fail(ScenarioError(f"--workers: {workers} is not allowed (at least 1)"))
     if out.exists() and not out.is_dir():
@@ -223,12 +249,15 @@ def sweep(
         z = {a.path: list(a.values) for a in (parse_axis(x, "--zip") for x in zip_)}
         grid_axes, zip_axes = sweep_axes(s, g, z)
         n = reps if reps is not None else (s.sweep.reps if s.sweep and s.sweep.reps else 1)
-        plan = make_plan(s, grid_axes, zip_axes, reps=n, seed=seed)
+        plan = make_plan(s, grid_axes, zip_axes, reps=n, seed=seed, backend=backend)
         if not quiet:
             err_console.print(f"{len(plan.points)} points × {n} replications = {len(plan.points) * n} runs → {out}/")
         runs, _ = execute(plan, out, resume=resume, workers=workers, dask=dask, progress=not quiet)
     except (ScenarioError, ExperimentError) as e:
         fail(e)
+        return
+    except EMU_FAILURES as e:
+        fail(e, code=3)
         return
     except OSError as e:
         fail(ExperimentError(f"{out}: {e.strerror or e}"))
@@ -402,9 +431,14 @@ def _fmt(v: Any, scale: float = 1.0, digits: int = 3) -> str:
     return "–" if v is None else f"{v * scale:.{digits}g}"
 
 
+def _rate(v: float | None) -> str:
+    return "–" if v is None else format_rate(v)
+
+
 def print_result(result: dict[str, Any]) -> None:
     window = result["measure_stop_s"] - result["measure_start_s"]
-    t = Table(title=f"{escape(result['scenario'])}: {window:g} s measured (seed {result['seed']})")
+    on = " on real stacks (emu)" if result.get("backend") == "emu" else ""
+    t = Table(title=f"{escape(result['scenario'])}{on}: {window:g} s measured (seed {result['seed']})")
     for col, justify in [("flow", "left"), ("kind", "left"), ("path", "left"), ("throughput", "right"),
                          ("goodput", "right"), ("loss %", "right"), ("retx", "right"), ("RTOs", "right"),
                          ("RTT ms", "right"), ("cwnd KB", "right")]:
@@ -412,33 +446,119 @@ def print_result(result: dict[str, Any]) -> None:
     for f in result["flows"][:MAX_ROWS]:
         t.add_row(
             f["name"], f["kind"], f"{f['src']} → {f['dst']}",
-            format_rate(f["throughput_bps"]), format_rate(f["goodput_bps"]),
-            f"{100 * f['loss_rate']:.3g}", str(f["retransmits"]),
-            str(f["timeouts"]) if f["kind"] == "tcp" else "–",
-            _fmt(f["rtt_mean_s"], 1e3), _fmt(f["cwnd_mean_bytes"], 1 / 1024),
+            _rate(f.get("throughput_bps")), _rate(f.get("goodput_bps")),
+            _fmt(f.get("loss_rate"), 100), str(f.get("retransmits", "–")),
+            str(f["timeouts"]) if f["kind"] == "tcp" and f.get("timeouts") is not None else "–",
+            _fmt(f.get("rtt_mean_s"), 1e3), _fmt(f.get("cwnd_mean_bytes"), 1 / 1024),
         )
+        for sub in f.get("subflows") or []:
+            t.add_row(f"  └ {sub['name']}", "subflow", "", "", _rate(sub.get("goodput_bps")),
+                      f"share {100 * sub['share']:.1f} %" if sub.get("share") is not None else "", "", "", "", "")
     out_console.print(t)
     if len(result["flows"]) > MAX_ROWS:
         out_console.print(f"… and {len(result['flows']) - MAX_ROWS} more flows (all of them: --json or --out)")
-    busy = [l for l in result["links"] if l["queue_drops"] or l["loss_drops"] or l["utilisation"] >= 0.5]
+    busy = [l for l in result["links"] if l["queue_drops"] or l["loss_drops"] or (l["utilisation"] or 0) >= 0.5]
     if busy:
         lt = Table(title="busy or lossy link directions")
         for col in ("link", "rate", "utilisation %", "queue drops", "loss drops"):
             lt.add_column(col, justify="left" if col == "link" else "right")
-        for l in sorted(busy, key=lambda l: -l["utilisation"])[:12]:
-            lt.add_row(l["name"], format_rate(l["rate_bps"]), f"{100 * l['utilisation']:.1f}",
+        for l in sorted(busy, key=lambda l: -(l["utilisation"] or 0))[:12]:
+            lt.add_row(l["name"], format_rate(l["rate_bps"]), _fmt(l["utilisation"], 100, 3),
                        str(l["queue_drops"]), str(l["loss_drops"]))
         out_console.print(lt)
     for f in result["flows"][:MAX_ROWS]:
-        if f["completion_time_s"] is not None:
+        if f.get("completion_time_s") is not None:
             out_console.print(f"{f['name']}: transfer completed at {f['completion_time_s']:.3f} s")
-    goodputs = [f["goodput_bps"] for f in result["flows"]]
+    goodputs = [f["goodput_bps"] or 0.0 for f in result["flows"]]
     line = f"aggregate goodput {format_rate(sum(goodputs))}"
     if len(goodputs) > 1:
         line += f", Jain fairness {jain_fairness(goodputs):.3f}"
-    rate = result["events"] / result["wall_s"] if result["wall_s"] > 0 else float("inf")
-    line += f" · {result['events']:,} events in {result['wall_s']:.3f} s ({rate / 1e6:.2f} M events/s)"
+    if result.get("events") is None:
+        rt = "real-time scheduling" if result.get("realtime") else "no real-time scheduling"
+        line += f" · emu run in {result['wall_s']:.1f} s ({rt})"
+    else:
+        rate = result["events"] / result["wall_s"] if result["wall_s"] > 0 else float("inf")
+        line += f" · {result['events']:,} events in {result['wall_s']:.3f} s ({rate / 1e6:.2f} M events/s)"
     out_console.print(line)
+
+
+@app.command("compare")
+def compare_command(
+    scenario: Path = typer.Argument(..., help="Scenario file (TOML)."),
+    set_: list[str] = typer.Option([], "--set", help=SET_HELP),
+    seed: Optional[int] = typer.Option(None, help="Random seed (overrides the scenario's)."),
+    linux_defaults: bool = typer.Option(True, help="Give the simulator Linux's TCP defaults where the scenario sets none."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON document instead of a table."),
+) -> None:
+    """Run a scenario on sim and on emu (real stacks) and show them side by side."""
+    from .compare import compare
+
+    try:
+        s = load_scenario(scenario, set_)
+        doc = compare(s, seed=seed, linux_defaults=linux_defaults)
+    except ScenarioError as e:
+        fail(e)
+        return
+    except EMU_FAILURES as e:
+        fail(e, code=3)
+        return
+    except KeyboardInterrupt:
+        fail(ScenarioError("interrupted"), code=130)
+        return
+    if json_out:
+        sys.stdout.write(json.dumps({k: v for k, v in doc.items() if k not in ("sim", "emu")}
+                                    | {"sim": {k: v for k, v in doc["sim"].items() if k != "series"}, "emu": doc["emu"]},
+                                    indent=2) + "\n")
+        return
+    note = " (sim with Linux TCP defaults)" if linux_defaults else ""
+    t = Table(title=f"{escape(s.name)}: sim against emu, seed {doc['seed']}{note}")
+    for col in ("flow", "kind", "sim goodput", "emu goodput", "sim − emu", "sim loss %", "emu retx %", "sim RTT ms", "emu RTT ms"):
+        t.add_column(col, justify="left" if col in ("flow", "kind") else "right")
+    for r in doc["rows"]:
+        diff = "–" if r["goodput_rel_diff"] is None else f"{100 * r['goodput_rel_diff']:+.1f} %"
+        if r["subflow"] is None:
+            t.add_row(r["flow"], r["kind"], _rate(r["sim_goodput_bps"]), _rate(r["emu_goodput_bps"]), diff,
+                      _fmt(r["sim_loss_rate"], 100), _fmt(r["emu_loss_rate"], 100),
+                      _fmt(r["sim_rtt_mean_s"], 1e3), _fmt(r["emu_rtt_mean_s"], 1e3))
+        else:
+            sim_sub = _rate(r["sim_goodput_bps"]) if r["sim_goodput_bps"] is not None else "– (no MPTCP on sim)"
+            share = f" ({100 * r['emu_share']:.1f} %)" if r.get("emu_share") is not None else ""
+            t.add_row(f"  └ {r['subflow']}", "subflow", sim_sub, _rate(r["emu_goodput_bps"]) + share, diff,
+                      "", "", "", "")
+    out_console.print(t)
+    out_console.print("sim − emu is the simulator's difference relative to the real stack. On emu, loss % is the "
+                      "sender's retransmission rate (docs/emu.md).")
+
+
+emu_app = typer.Typer(help="The emu backend: check this machine, clean up after crashed runs.", no_args_is_help=True)
+app.add_typer(emu_app, name="emu")
+
+
+@emu_app.command("check")
+def emu_check() -> None:
+    """Say whether emu runs can work here, and what the kernel offers."""
+    from .emu import platform
+
+    reason = platform.unavailable_reason(mptcp=True)
+    if reason:
+        fail(platform.EmuUnavailable(reason), code=3)
+    out_console.print("emu backend: ready (root, network namespaces, TUN, iperf3, mptcpize, MPTCP)")
+    out_console.print(f"congestion controls: {', '.join(platform.available_congestion_controls())}")
+
+
+@emu_app.command("cleanup")
+def emu_cleanup() -> None:
+    """Remove what crashed emu runs left behind (namespaces of runs whose
+    netbraid process is gone); live runs and anything else are untouched."""
+    from .emu.platform import require_root
+    from .emu.registry import cleanup_stale
+
+    try:
+        require_root()
+    except EmuUnavailable as e:
+        fail(e, code=3)
+    removed = cleanup_stale()
+    out_console.print(f"removed {len(removed)}: {', '.join(removed)}" if removed else "nothing to clean up")
 
 
 def main() -> None:

@@ -80,6 +80,8 @@ class Plan:
     resolved: list[dict[str, Any]] = field(default_factory=list)
     #: per point, the axis values as the tables show them (see column_values)
     labels: list[dict[str, Any]] = field(default_factory=list)
+    #: "sim" or "emu" (emu runs one at a time, on this machine)
+    backend: str = "sim"
 
     @property
     def seed(self) -> int:
@@ -97,6 +99,7 @@ class Plan:
             "zip": [[a.path, list(a.values)] for a in self.zipped],
             "reps": self.reps,
             "seed": self.seed,
+            **({"backend": self.backend} if self.backend != "sim" else {}),
         }
 
     def tasks(self) -> list[dict[str, Any]]:
@@ -110,13 +113,14 @@ class Plan:
                     "rep": r,
                     "seed": seed,
                     "labels": self.labels[p],
+                    "backend": self.backend,
                     "resolved": {**resolved, "seed": seed},
                 })
         return out
 
 
 def make_plan(scenario: Scenario, grid: Iterable[Axis] = (), zipped: Iterable[Axis] = (), reps: int = 1,
-              seed: int | None = None, first_rep: int = 0) -> Plan:
+              seed: int | None = None, first_rep: int = 0, backend: str = "sim") -> Plan:
     """Expand the axes (zipped axes together, then the Cartesian product with
     the grid axes) and resolve every point now, so a bad value fails before
     anything runs."""
@@ -151,14 +155,18 @@ def make_plan(scenario: Scenario, grid: Iterable[Axis] = (), zipped: Iterable[Ax
         except ValidationError as e:
             where = ", ".join(f"{k}={v}" for k, v in point.items())
             raise from_validation_error(e, source=f"sweep point {where}" if where else None) from None
-        resolved.append(resolve(s, seed=seed))
-    return Plan(scenario, grid, zipped, reps, seed, first_rep, points, resolved, labels)
+        resolved.append(resolve(s, seed=seed, backend=backend))
+    return Plan(scenario, grid, zipped, reps, seed, first_rep, points, resolved, labels, backend)
 
 
 def execute_task(task: dict[str, Any]) -> dict[str, Any]:
     """Run one task (in a worker process or on a Dask worker)."""
     from . import _sim
 
+    if task.get("backend") == "emu":
+        from .emu.backend import run as run_emu
+
+        return {"run_id": task["run_id"], "result": run_emu(task["resolved"])}
     try:
         result = json.loads(_sim.run_json(json.dumps(task["resolved"])))
     except ValueError as e:
@@ -330,6 +338,10 @@ def execute(plan: Plan, out: Path | None = None, *, resume: bool = False, worker
     by_id = {t["run_id"]: t for t in tasks}
     pending = [t for t in tasks if t["run_id"] not in done]
     workers = workers or os.cpu_count() or 1
+    if plan.backend == "emu":
+        if dask is not None:
+            raise ExperimentError("--dask: emu runs need this machine's namespaces; run them without --dask")
+        workers = 1  # runs on real stacks share the CPU: one at a time keeps them honest
     if dask is not None:
         results = _dask_results(pending, dask)
     else:
@@ -378,7 +390,8 @@ def execute(plan: Plan, out: Path | None = None, *, resume: bool = False, worker
 
 def replicate_until(scenario: Scenario, until: float, *, max_reps: int = 100, reps: int = 3, seed: int | None = None,
                     workers: int | None = None, metric: str = "goodput_bps",
-                    on_batch: Callable[[int, float], None] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+                    on_batch: Callable[[int, float], None] | None = None,
+                    backend: str = "sim") -> tuple[pd.DataFrame, pd.DataFrame]:
     """Sequential mode: add replications in batches (first `reps`, at least 3;
     then one per worker) until every flow's 95 % interval of `metric` has a
     half-width ≤ until × |mean|, or `max_reps` are done. `on_batch(done,
@@ -391,12 +404,12 @@ def replicate_until(scenario: Scenario, until: float, *, max_reps: int = 100, re
     tables, series_parts = [], []
     while True:
         n = min(batch, max_reps - done)
-        runs, series = execute(make_plan(scenario, reps=n, seed=seed, first_rep=done), workers=workers)
+        runs, series = execute(make_plan(scenario, reps=n, seed=seed, first_rep=done, backend=backend), workers=workers)
         tables.append(runs)
         series_parts.append(series)
         done += n
         runs = pd.concat(tables, ignore_index=True)
-        widths = runs.groupby("flow", sort=False)[metric].agg(lambda v: relative_half_width(v.tolist()))
+        widths = runs[runs["subflow"].isna()].groupby("flow", sort=False)[metric].agg(lambda v: relative_half_width(v.tolist()))
         if on_batch:
             on_batch(done, float(widths.max()))
         if done >= max_reps or (widths <= until).all():

@@ -257,6 +257,8 @@ def load_results(directory: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str,
         runs, series = tables_from_records(Journal(directory).read().values(), directory / SERIES_PARTS)
     elif (directory / "runs.parquet").exists():
         runs = pd.read_parquet(directory / "runs.parquet")
+        if "subflow" in runs:
+            runs = runs[runs["subflow"].isna()]  # the report is per flow
         series = pd.read_parquet(directory / "series.parquet") if (directory / "series.parquet").exists() else pd.DataFrame()
     else:
         raise ExperimentError(f"{directory} holds no results (no {JOURNAL} or runs.parquet); make them with netbraid sweep or run --reps --out")

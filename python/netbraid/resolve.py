@@ -118,9 +118,21 @@ def tcp_config(defaults: TcpOptions, flow: TcpOptions | None = None) -> dict[str
     return cfg
 
 
-def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]] | None = None) -> dict[str, Any]:
-    """The resolved scenario (a JSON-ready dict). `pcap` is a list of
-    (link direction "a->b", output path)."""
+SIM_CCS = ("reno", "newreno", "cubic")
+BACKENDS = ("sim", "emu")
+
+
+def explicit_tcp_fields(defaults: TcpOptions, flow: TcpOptions) -> list[str]:
+    """TCP fields the user set (scenario [tcp] or the flow), not defaults."""
+    return sorted(f for f in TCP_FIELDS if getattr(defaults, f) is not None or getattr(flow, f) is not None)
+
+
+def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]] | None = None,
+            backend: str = "sim") -> dict[str, Any]:
+    """The resolved scenario (a JSON-ready dict) for `backend`. `pcap` is a
+    list of (link direction "a->b", output path)."""
+    if backend not in BACKENDS:
+        raise ScenarioError(f"--backend: {backend!r} is not a backend (allowed: {', '.join(BACKENDS)})")
     problems: list[str] = []
 
     if seed is not None and not 0 <= seed < 2**64:
@@ -211,7 +223,13 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                 for node, role in ((a, "from"), (b, "to")):
                     if nodes[node]["router"]:
                         raise ScenarioError(f"{where}.{role}: '{nodes[node]['name']}' is a router; flows run between hosts")
-            tcp = tcp_config(s.tcp, f) if f.kind == "tcp" else None
+            if f.kind == "mptcp" and backend == "sim":
+                raise ScenarioError(f"{where}.kind: \"mptcp\" runs on the emu backend only for now (the simulator's "
+                                    "MPTCP is not built yet); use --backend emu")
+            tcp = tcp_config(s.tcp, f) if f.kind in ("tcp", "mptcp") else None
+            if tcp is not None and backend == "sim" and tcp["cc"] not in SIM_CCS:
+                raise ScenarioError(f"{where}.cc: {tcp['cc']!r} is not simulated (allowed on sim: "
+                                    f"{', '.join(SIM_CCS)}; other controllers the kernel offers run on --backend emu)")
             for k, (a, b) in enumerate(expanded):
                 if a == b:
                     raise ScenarioError(f"{where}: from and to are the same node '{nodes[a]['name']}'")
@@ -229,8 +247,10 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                     "start_jitter_ns": f.start_jitter,
                     "stop_ns": f.stop,
                 }
-                if f.kind == "tcp":
-                    spec.update(kind="tcp", tcp=tcp, bytes=f.bytes)
+                if f.kind in ("tcp", "mptcp"):
+                    spec.update(kind=f.kind, tcp=tcp, bytes=f.bytes)
+                    if backend == "emu":
+                        spec["explicit"] = explicit_tcp_fields(s.tcp, f)
                 elif f.kind == "cbr":
                     spec.update(kind="cbr", rate_bps=f.rate,
                                 packet_bytes=CBR_DEFAULT_PACKET if f.packet_size is None else f.packet_size,

@@ -199,7 +199,10 @@ class TcpOptions(Strict):
     """TCP settings. At the top level (`[tcp]`) they are defaults for every
     TCP flow; on a flow they override those. Unset = built-in default."""
 
-    cc: Optional[Literal["reno", "newreno", "cubic"]] = None
+    #: reno, newreno, cubic on sim; on emu, what the kernel offers (see
+    #: /proc/sys/net/ipv4/tcp_available_congestion_control). Checked by
+    #: the backend, which knows what it has.
+    cc: Optional[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,15}$", strict=True)]] = None
     recovery: Optional[Literal["tahoe", "reno", "newreno", "sack"]] = None
     mss: Optional[Annotated[int, Field(ge=1, le=65495, strict=True)]] = None
     header_bytes: Optional[Annotated[int, Field(ge=0, le=120, strict=True)]] = None
@@ -231,6 +234,8 @@ class Flow(TcpOptions):
     """Traffic from one host (or group) to another.
 
     kind = "tcp": a bulk transfer (unlimited, or `bytes`), iperf-like.
+    kind = "mptcp": the same over MPTCP, one subflow per interface of the
+    source host (emu backend only, for now).
     kind = "cbr": UDP at a constant `rate` of payload, `packet_size` bytes each.
     kind = "onoff": UDP at `rate` while ON, with ON and OFF periods of mean
     `burst_time` and `idle_time` drawn from `distribution` ("exponential" or
@@ -243,7 +248,7 @@ class Flow(TcpOptions):
     """
 
     name: Name
-    kind: Literal["tcp", "cbr", "onoff"] = "tcp"
+    kind: Literal["tcp", "mptcp", "cbr", "onoff"] = "tcp"
     src: Name = Field(alias="from")
     dst: Name = Field(alias="to")
     from_iface: Optional[Index] = None

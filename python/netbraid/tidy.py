@@ -21,6 +21,10 @@ def flow_rows(result: dict[str, Any], context: dict[str, Any]) -> list[dict[str,
         row.update({m: f.get(m) for m in FLOW_METRICS})
         row.update({"events": result["events"], "wall_s": result["wall_s"]})
         rows.append(row)
+        for sub in f.get("subflows") or []:
+            srow = {**row, "subflow": sub["name"], **{m: None for m in FLOW_METRICS}}
+            srow.update(goodput_bps=sub.get("goodput_bps"), bytes_delivered=sub.get("bytes_acked"))
+            rows.append(srow)
     return rows
 
 

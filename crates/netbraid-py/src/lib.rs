@@ -24,10 +24,26 @@ fn check_json(py: Python<'_>, scenario_json: String) -> PyResult<()> {
     py.allow_threads(|| netbraid_sim::check_json(&scenario_json)).map_err(PyValueError::new_err)
 }
 
+/// The forwarding table of a resolved scenario (JSON), for the emu backend.
+#[pyfunction]
+fn forwarding_json(py: Python<'_>, scenario_json: String) -> PyResult<String> {
+    py.allow_threads(|| netbraid_sim::forwarding_json(&scenario_json)).map_err(PyValueError::new_err)
+}
+
+/// Run the link emulator in this process (the `netbraid-linkemu` command);
+/// returns its exit status. It installs its own signal handlers and never
+/// gives control back to Python before it ends.
+#[pyfunction]
+fn linkemu_main(py: Python<'_>, args: Vec<String>) -> i32 {
+    py.allow_threads(|| netbraid_linkemu::main_with_args(&args))
+}
+
 #[pymodule]
 fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
     m.add_function(wrap_pyfunction!(check_json, m)?)?;
+    m.add_function(wrap_pyfunction!(forwarding_json, m)?)?;
+    m.add_function(wrap_pyfunction!(linkemu_main, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -39,6 +39,17 @@ pub fn check_json(scenario_json: &str) -> Result<(), String> {
     Simulation::new(&parse_scenario(scenario_json)?).map(|_| ())
 }
 
+/// The forwarding table of a resolved scenario (see
+/// `Simulation::forwarding`) as JSON: [{"node", "dst_iface", "channels"}].
+pub fn forwarding_json(scenario_json: &str) -> Result<String, String> {
+    let table = Simulation::new(&parse_scenario(scenario_json)?)?.forwarding()?;
+    let rows: Vec<serde_json::Value> = table
+        .into_iter()
+        .map(|(node, dst_iface, channels)| serde_json::json!({"node": node, "dst_iface": dst_iface, "channels": channels}))
+        .collect();
+    Ok(serde_json::Value::Array(rows).to_string())
+}
+
 pub fn parse_scenario(json: &str) -> Result<Scenario, String> {
     serde_json::from_str(json).map_err(|e| format!("invalid resolved scenario: {e}"))
 }

@@ -151,6 +151,28 @@ fn mix64(mut z: u64) -> u64 {
 }
 
 impl Simulation {
+    /// The forwarding table as a real network needs it: for every node and
+    /// every host interface, the equal-cost channels a packet for that
+    /// interface leaves by (static routes included). The emu backend installs
+    /// exactly these routes, so both backends forward alike.
+    pub fn forwarding(&mut self) -> Result<Vec<(NodeId, u32, Vec<u32>)>, String> {
+        let host_ifaces: Vec<u32> =
+            (0..self.iface_node.len() as u32).filter(|&i| !self.is_router[self.iface_node[i as usize] as usize]).collect();
+        for &i in &host_ifaces {
+            self.routes.add_destination(i)?;
+        }
+        let mut out = Vec::new();
+        for node in 0..self.is_router.len() as NodeId {
+            for &i in &host_ifaces {
+                let alts = self.routes.alternatives(node, i);
+                if !alts.is_empty() {
+                    out.push((node, i, alts));
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Run to the end and collect results.
     pub fn run(self) -> Result<RunResult, String> {
         self.run_with(&mut || false)

@@ -1,0 +1,69 @@
+"""Sim against emu on the same scenario: does the simulated result hold on
+a real stack?
+
+The simulator's TCP defaults are the RFCs' (initial window per RFC 5681,
+minimum RTO 1 s, MSS 1460). Linux differs, so by default `compare` gives the
+simulator Linux's values for every TCP field the scenario leaves unset
+(`LINUX_TCP`); fields the scenario sets are used on both sides as they are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .api import run_resolved
+from .resolve import resolve
+from .schema import Scenario
+
+#: Linux 6.x defaults, as the simulator can express them: IW10 (RFC 6928),
+#: 200 ms minimum RTO and 1 s initial RTO (TCP_RTO_MIN, TCP_TIMEOUT_INIT),
+#: 1448-byte segments with 52 bytes of IP+TCP header (timestamps on),
+#: SACK, delayed ACKs every second segment with a 40 ms floor (TCP_DELACK_MIN).
+LINUX_TCP = {
+    "initial_window": 10,
+    "rto_min": 200_000_000,
+    "rto_initial": 1_000_000_000,
+    "mss": 1448,
+    "header_bytes": 52,
+    "recovery": "sack",
+    "delack_timeout": 40_000_000,
+}
+
+
+def with_linux_defaults(s: Scenario) -> Scenario:
+    data = s.model_dump(mode="json", by_alias=True, exclude_none=True)
+    tcp = data.setdefault("tcp", {})
+    for k, v in LINUX_TCP.items():
+        tcp.setdefault(k, v)
+    return Scenario.model_validate(data)
+
+
+def relative_difference(sim: float | None, emu: float | None) -> float | None:
+    """(sim − emu) / emu: the simulator's error against the real stack."""
+    if sim is None or emu is None or emu == 0:
+        return None
+    return (sim - emu) / emu
+
+
+def compare(s: Scenario, *, seed: int | None = None, linux_defaults: bool = True) -> dict[str, Any]:
+    sim_scenario = with_linux_defaults(s) if linux_defaults else s
+    sim = run_resolved(resolve(sim_scenario, seed=seed, backend="sim"), "sim")
+    emu = run_resolved(resolve(s, seed=seed, backend="emu"), "emu")
+    sim_flows = {f["name"]: f for f in sim["flows"]}
+    rows = []
+    for ef in emu["flows"]:
+        sf = sim_flows.get(ef["name"], {})
+        row = {"flow": ef["name"], "kind": ef["kind"], "subflow": None}
+        for m in ("goodput_bps", "loss_rate", "retransmits", "rtt_mean_s"):
+            row[f"sim_{m}"], row[f"emu_{m}"] = sf.get(m), ef.get(m)
+        row["goodput_rel_diff"] = relative_difference(sf.get("goodput_bps"), ef.get("goodput_bps"))
+        rows.append(row)
+        sim_subs = {x["name"]: x for x in sf.get("subflows") or []}
+        for sub in ef.get("subflows") or []:
+            ss = sim_subs.get(sub["name"], {})
+            rows.append({"flow": ef["name"], "kind": "subflow", "subflow": sub["name"],
+                         "sim_goodput_bps": ss.get("goodput_bps"), "emu_goodput_bps": sub.get("goodput_bps"),
+                         "emu_share": sub.get("share"),
+                         "goodput_rel_diff": relative_difference(ss.get("goodput_bps"), sub.get("goodput_bps"))})
+    return {"scenario": s.name, "seed": emu["seed"], "linux_defaults_on_sim": linux_defaults,
+            "rows": rows, "sim": sim, "emu": emu}

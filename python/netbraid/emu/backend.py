@@ -1,0 +1,252 @@
+"""One run of one resolved scenario on real stacks, returned in the
+simulator's result schema (so replications, sweeps and reports work as they
+are). Everything the run creates is removed on success, error, Ctrl-C and
+SIGTERM; after a SIGKILL, ``netbraid emu cleanup`` (or the next emu run)
+removes the namespaces, and the processes die with their parent."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import signal
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import ScenarioError
+from . import platform
+from .netns import EmuError
+from .registry import RunRecord, cleanup_stale, delete_namespaces, new_run_id
+from .topology import Topology, forwarding_table
+from .traffic import IperfFlow, UdpFlow, whole_seconds
+
+#: TCP settings the emu backend can honour (how is in docs/emu.md); any
+#: other explicitly set TCP field is an error on emu rather than ignored.
+EMU_TCP_FIELDS = {"cc", "recovery", "mss", "window", "rcvbuf", "sndbuf", "initial_window", "rto_min",
+                  "delayed_ack", "ecn"}
+SETUP_MARGIN_NS = 1_500_000_000
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM unwinds like Ctrl-C, so the cleanup in `finally` runs."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt("SIGTERM")
+    try:
+        old = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _plan(resolved: dict[str, Any], forwarding: list[dict[str, Any]]):
+    """Per-flow emu specs, and the host settings and route attributes they need."""
+    nodes = resolved["nodes"]
+    ifaces_of: dict[int, list[int]] = {i: [] for i in range(len(nodes))}
+    for l, link in enumerate(resolved["links"]):
+        ifaces_of[link["a"]].append(2 * l)
+        ifaces_of[link["b"]].append(2 * l + 1)
+    out_of = {(r["node"], r["dst_iface"]): r["channels"][0] for r in forwarding}
+
+    def leaving_iface(node: int, dst_iface: int) -> int:
+        attached = [i for i in ifaces_of[node] if i // 2 == dst_iface // 2]
+        return attached[0] if attached else out_of[(node, dst_iface)]
+
+    problems: list[str] = []
+    for n in nodes:
+        if n["router"] and n["multipath"] in ("round_robin", "weighted"):
+            problems.append(f"routers ({n['name']}).multipath: {n['multipath']!r} cannot be emulated: Linux spreads "
+                            "traffic per flow (use \"ecmp\"), not per packet; run it on sim")
+    for l, link in enumerate(resolved["links"]):
+        for d in ("ab", "ba"):
+            if link[d]["queue"].get("red"):
+                problems.append(f"links[{l}].red: RED is not emulated yet (linkemu has a tail-drop FIFO); run it on sim")
+    available = platform.available_congestion_controls()
+    specs: list[dict[str, Any]] = []
+    host_sysctls: dict[int, dict[str, Any]] = {}
+    route_attrs: dict[tuple[int, int], str] = {}
+    mptcp: list[dict[str, Any]] = []
+
+    def set_sysctl(node: int, key: str, value: int, why: str) -> None:
+        have = host_sysctls.setdefault(node, {})
+        if have.get(key, value) != value:
+            problems.append(f"{why}: host '{nodes[node]['name']}' needs {key}={value} for one flow and "
+                            f"{have[key]} for another; on emu it is one setting per host")
+        have[key] = value
+
+    for f in resolved["flows"]:
+        where = f"flows ({f['name']})"
+        s = {**f, "src_name": nodes[f["src"]]["name"], "dst_name": nodes[f["dst"]]["name"]}
+        s["dst_addr_iface"] = f["dst_iface"] if f["dst_iface"] is not None else ifaces_of[f["dst"]][0]
+        s["bind_iface"] = f["src_iface"]
+        src_iface = s["bind_iface"] if s["bind_iface"] is not None else leaving_iface(f["src"], s["dst_addr_iface"])
+        if f["kind"] in ("tcp", "mptcp"):
+            tcp, explicit = f["tcp"], set(f.get("explicit", []))
+            for field in sorted(explicit - EMU_TCP_FIELDS):
+                problems.append(f"{where}.{field}: cannot be set on the emu backend (the Linux stack decides it); "
+                                f"remove it or run on sim (settable on emu: {', '.join(sorted(EMU_TCP_FIELDS))})")
+            cc = "reno" if tcp["cc"] in ("reno", "newreno") else tcp["cc"]
+            if available and cc not in available:
+                problems.append(f"{where}.cc: {tcp['cc']!r} is not offered by this kernel "
+                                f"(available: {', '.join(available)})")
+            s["linux_cc"] = cc
+            if tcp["recovery"] not in ("sack", "newreno"):
+                problems.append(f"{where}.recovery: {tcp['recovery']!r} cannot be emulated: Linux recovers with SACK "
+                                "or, without SACK, NewReno-style (allowed on emu: sack, newreno)")
+            if {"rcvbuf", "sndbuf"} <= explicit and tcp["rcvbuf"] != tcp["sndbuf"] or (
+                    len({"rcvbuf", "sndbuf"} & explicit) == 1 and "window" not in explicit):
+                problems.append(f"{where}.rcvbuf/sndbuf: on emu both buffers are set together, as iperf3 -w; use window")
+            sack = 1 if tcp["recovery"] == "sack" else 0
+            for node in (f["src"], f["dst"]):
+                set_sysctl(node, "net.ipv4.tcp_sack", sack, f"{where}.recovery")
+            if tcp.get("ecn"):
+                set_sysctl(f["src"], "net.ipv4.tcp_ecn", 1, f"{where}.ecn")
+            attrs = []
+            if "initial_window" in explicit:
+                attrs.append(f"initcwnd {tcp['initial_window']}")
+            if "rto_min" in explicit:
+                attrs.append(f"rto_min {max(1, tcp['rto_min'] // 1_000_000)}ms")
+            if attrs:
+                route_attrs[(f["src"], s["dst_addr_iface"])] = " ".join(attrs)
+            if "delayed_ack" in explicit and not tcp["delayed_ack"]:
+                route_attrs[(f["dst"], src_iface)] = "quickack 1"
+            if f["kind"] == "mptcp":
+                mptcp.append({"src": f["src"], "dst": f["dst"], "primary_iface": src_iface})
+        specs.append(s)
+    if problems:
+        raise ScenarioError(problems)
+    return specs, host_sysctls, route_attrs, mptcp
+
+
+def run(resolved: dict[str, Any], *, keep_dir: Path | None = None) -> dict[str, Any]:
+    """Run `resolved` (from ``resolve(..., backend="emu")``) once on real stacks."""
+    wall0 = time.monotonic()
+    platform.check(mptcp=any(f["kind"] == "mptcp" for f in resolved["flows"]))
+    try:
+        forwarding = forwarding_table(resolved)
+    except ValueError as e:
+        raise ScenarioError(str(e)) from None
+    specs, host_sysctls, route_attrs, mptcp = _plan(resolved, forwarding)
+    cleanup_stale()
+
+    run_id = new_run_id()
+    record = RunRecord(run_id)
+    workdir = Path(tempfile.mkdtemp(prefix=f"netbraid-{run_id}-")) if keep_dir is None else keep_dir
+    topo = Topology(resolved, run_id, record, workdir)
+    flows: list[Any] = []
+    link_stats: dict[str, Any] = {}
+    with sigterm_as_interrupt():
+        try:
+            topo.build(forwarding, route_attrs, host_sysctls, mptcp)
+            results, link_stats, times = _drive(resolved, specs, topo, workdir, flows)
+        finally:
+            for fl in flows:
+                fl.stop()
+            if topo.emulator is not None:
+                link_stats = topo.emulator.stop() or link_stats
+            delete_namespaces(topo.created)
+            record.remove()
+            if keep_dir is None:
+                shutil.rmtree(workdir, ignore_errors=True)
+    return _result(resolved, results, link_stats, times, time.monotonic() - wall0, topo)
+
+
+def _drive(resolved, specs, topo, workdir, flows):
+    duration = resolved["duration_ns"]
+    rng = random.Random(f"{resolved['seed']}/emu-start-jitter")
+    for i, s in enumerate(specs):
+        if s["kind"] in ("tcp", "mptcp"):
+            fl = IperfFlow(s, i, topo, workdir)
+            fl.start_server()
+        else:
+            fl = UdpFlow(s, i, topo, workdir, flow_seed=random.Random(f"{resolved['seed']}/{s['name']}").getrandbits(32))
+        flows.append(fl)
+    time.sleep(0.3)  # servers listening
+    t0 = time.time_ns() + SETUP_MARGIN_NS
+    m = resolved["measure"]
+    window = (t0 + m["start_ns"], t0 + (m["stop_ns"] if m.get("stop_ns") is not None else duration))
+    end = t0 + duration
+    starts = []
+    for fl in flows:
+        s = fl.spec
+        jitter = int(rng.random() * s["start_jitter_ns"]) if s.get("start_jitter_ns") else 0
+        start = t0 + s["start_ns"] + jitter
+        stop = t0 + (s["stop_ns"] if s.get("stop_ns") is not None else duration)
+        if isinstance(fl, UdpFlow):
+            fl.spec = {**s, "start_ns": start - t0}
+            fl.start(t0, stop, window, until_ns=end + 500_000_000)
+        else:
+            starts.append((start, stop, fl))
+    starts.sort(key=lambda x: x[0])
+    pending = list(starts)
+    while time.time_ns() < end or any(fl.client is not None and fl.client.poll() is None
+                                      for _, _, fl in starts if fl.mptcp):
+        now = time.time_ns()
+        while pending and pending[0][0] <= now:
+            start, stop, fl = pending.pop(0)
+            fl.start_client(whole_seconds(stop - start))
+        for _, _, fl in starts:
+            if fl.client is not None and fl.client.poll() is None:
+                fl.sample_subflows()
+        if now > end + 60_000_000_000:
+            break
+        time.sleep(0.1 if not pending else max(0.0, min(0.1, (pending[0][0] - time.time_ns()) / 1e9)))
+    results = []
+    for fl in flows:
+        if isinstance(fl, IperfFlow):
+            doc = fl.finish(timeout=max(30.0, duration / 1e9))
+            results.append(fl.result(doc, window))
+        else:
+            results.append(fl.finish(timeout=30.0, window=window))
+    stats = topo.emulator.stats()
+    return results, stats, (t0, window)
+
+
+def _result(resolved, flows, link_stats, times, wall, topo) -> dict[str, Any]:
+    t0, window = times
+    names = [n["name"] for n in resolved["nodes"]]
+    span = (window[1] - window[0]) / 1e9
+    links = []
+    per_link = link_stats.get("links", {})
+    duration_s = resolved["duration_ns"] / 1e9
+    for l, link in enumerate(resolved["links"]):
+        st = per_link.get(f"l{l}", {})
+        for d, a, b in (("ab", link["a"], link["b"]), ("ba", link["b"], link["a"])):
+            c = st.get(d, {})
+            rate = link[d]["rate_bps"]
+            links.append({
+                "name": f"{names[a]}->{names[b]}", "from": names[a], "to": names[b], "rate_bps": rate,
+                "delay_s": link[d]["delay_ns"] / 1e9, "tx_packets": c.get("forwarded_packets"),
+                "tx_bytes": c.get("forwarded_bytes"), "queue_drops": c.get("queue_drops"),
+                "loss_drops": c.get("loss_drops"),
+                "utilisation": c.get("forwarded_bytes", 0) * 8 / (rate * duration_s) if rate else None,
+            })
+    for f in flows:
+        for sub in f.get("subflows", []):
+            sub["src_iface"] = _iface_of(topo, sub["src_addr"])
+    return {
+        "backend": "emu",
+        "scenario": resolved.get("name"),
+        "seed": resolved["seed"],
+        "duration_s": duration_s,
+        "measure_start_s": (window[0] - t0) / 1e9,
+        "measure_stop_s": (window[1] - t0) / 1e9,
+        "events": None,
+        "wall_s": wall,
+        "realtime": link_stats.get("realtime"),
+        "flows": flows,
+        "links": links,
+    }
+
+
+def _iface_of(topo, addr: str) -> int | None:
+    for i in range(len(topo.iface_node)):
+        if topo.addr(i) == addr:
+            return i
+    return None

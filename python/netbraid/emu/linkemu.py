@@ -1,0 +1,101 @@
+"""The link emulator process: ``netbraid-linkemu CONFIG.json``.
+
+The emulator itself is Rust (crates/netbraid-linkemu), built into the
+``netbraid._sim`` extension so that ``pip install`` is the only setup step;
+this module is its command-line entry point and the orchestrator's handle
+on one running emulator."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .netns import EmuError, die_with_parent
+
+
+def main() -> None:
+    from .. import _sim
+
+    sys.exit(_sim.linkemu_main(sys.argv[1:]))
+
+
+def command() -> list[str]:
+    """How to start the emulator: the installed command, or this module."""
+    return [sys.executable, "-c", "from netbraid.emu.linkemu import main; main()"]
+
+
+class LinkEmulator:
+    """One emulator process serving every link of a run."""
+
+    def __init__(self, config: dict[str, Any], workdir: Path):
+        self.config_path = workdir / "linkemu.json"
+        self.stats_path = workdir / "linkemu-stats.json"
+        config = {**config, "stats": str(self.stats_path)}
+        self.config_path.write_text(json.dumps(config))
+        self.proc: subprocess.Popen | None = None
+        self.ready: dict[str, Any] = {}
+
+    def start(self, timeout: float = 15.0) -> None:
+        self.proc = subprocess.Popen(
+            [*command(), str(self.config_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, preexec_fn=die_with_parent,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            r, _, _ = select.select([self.proc.stdout], [], [], 0.1)
+            if r:
+                line = self.proc.stdout.readline()
+                if line:
+                    self.ready = json.loads(line)
+                    return
+            if self.proc.poll() is not None:
+                break
+        err = self.proc.stderr.read() if self.proc.poll() is not None else "(no answer)"
+        self.stop()
+        raise EmuError(f"netbraid-linkemu did not start: {err.strip()}")
+
+    def stats(self) -> dict[str, Any]:
+        """Ask for fresh counters (SIGUSR1) and read them."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self._read_stats()
+        before = self.stats_path.stat().st_mtime_ns if self.stats_path.exists() else 0
+        self.proc.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:
+            if self.stats_path.exists() and self.stats_path.stat().st_mtime_ns != before:
+                break
+            time.sleep(0.01)
+        return self._read_stats()
+
+    def _read_stats(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.stats_path.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def stop(self) -> dict[str, Any]:
+        """Stop the emulator (its TUN devices vanish with it); returns the
+        final counters."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self._read_stats()
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

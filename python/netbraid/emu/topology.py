@@ -1,0 +1,151 @@
+"""A resolved scenario as namespaces, TUN devices, addresses and routes.
+
+- Every node is a namespace ``<run id>-<node index>``; routers forward,
+  hosts do not (as in the simulator).
+- Link ``l`` is the subnet 10.(l>>8).(l&255).0/24: its ``a`` side is .1 on
+  device ``<run id>l<l>a``, its ``b`` side .2 on ``<run id>l<l>b``. Both
+  devices are TUNs of one netbraid-linkemu process, which applies the
+  link's rate, delay, queue and loss per direction.
+- Routes are the simulator's own forwarding table (hop count, ties to the
+  lowest link; static ``[[routes]]`` included), installed as /32 routes.
+  ECMP routers get Linux multipath routes with layer-4 hashing.
+- A host with several interfaces gets one routing table per interface and a
+  rule ``from <its address>``: traffic from an address leaves by that
+  address's link, the "one subnet per path" set-up MPTCP needs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .linkemu import LinkEmulator
+from .netns import ip_batch, sysctl
+from .registry import RunRecord
+
+
+def iface_address(iface: int) -> str:
+    link = iface // 2
+    return f"10.{link >> 8}.{link & 255}.{1 + iface % 2}"
+
+
+class Topology:
+    def __init__(self, resolved: dict[str, Any], run_id: str, record: RunRecord, workdir: Path):
+        self.resolved = resolved
+        self.run_id = run_id
+        self.record = record
+        self.workdir = workdir
+        nodes, links = resolved["nodes"], resolved["links"]
+        self.ns = [f"{run_id}-{i}" for i in range(len(nodes))]
+        self.iface_node: list[int] = []
+        for link in links:
+            self.iface_node += [link["a"], link["b"]]
+        self.ifaces_of: dict[int, list[int]] = {i: [] for i in range(len(nodes))}
+        for iface, node in enumerate(self.iface_node):
+            self.ifaces_of[node].append(iface)
+        self.emulator: LinkEmulator | None = None
+        self.created: list[str] = []
+
+    # names -----------------------------------------------------------------
+    def dev(self, iface: int) -> str:
+        return f"{self.run_id}l{iface // 2}{'ab'[iface % 2]}"
+
+    def addr(self, iface: int) -> str:
+        return iface_address(iface)
+
+    def link_name(self, l: int) -> str:
+        link, names = self.resolved["links"][l], [n["name"] for n in self.resolved["nodes"]]
+        return f"{names[link['a']]}-{names[link['b']]}"
+
+    # building ----------------------------------------------------------------
+    def build(self, forwarding: list[dict[str, Any]], route_attrs: dict[tuple[int, int], str],
+              host_sysctls: dict[int, dict[str, Any]], mptcp: list[dict[str, Any]]) -> None:
+        """`route_attrs[(node, dst_iface)]`: extra ip-route attributes on
+        that host's route to that interface (initcwnd, rto_min, quickack).
+        `mptcp`: per MPTCP flow, {"src", "dst", "subflows": count}."""
+        self.record.plan_namespaces(self.ns)  # before anything exists
+        ip_batch([f"netns add {ns}" for ns in self.ns])
+        self.created = list(self.ns)
+
+        links = self.resolved["links"]
+        cfg = {
+            "seed": self.resolved["seed"],
+            "links": [
+                {"name": f"l{l}", "a_dev": self.dev(2 * l), "b_dev": self.dev(2 * l + 1),
+                 "ab": _direction(link["ab"]), "ba": _direction(link["ba"])}
+                for l, link in enumerate(links)
+            ],
+        }
+        self.emulator = LinkEmulator(cfg, self.workdir)
+        self.emulator.start()
+        ip_batch([f"link set {self.dev(i)} netns {self.ns[n]}" for i, n in enumerate(self.iface_node)])
+
+        nodes = self.resolved["nodes"]
+        routes_of: dict[int, list[str]] = {n: [] for n in range(len(nodes))}
+        for row in forwarding:
+            node, dst, channels = row["node"], row["dst_iface"], row["channels"]
+            if any(c // 2 == dst // 2 for c in channels):
+                continue  # the destination is on a directly attached link
+            extra = route_attrs.get((node, dst), "")
+            if len(channels) == 1:
+                routes_of[node].append(f"route add {self.addr(dst)}/32 dev {self.dev(channels[0])} {extra}".strip())
+            else:
+                hops = " ".join(f"nexthop dev {self.dev(c)}" for c in channels)
+                routes_of[node].append(f"route add {self.addr(dst)}/32 {extra} {hops}".replace("  ", " "))
+        for (node, dst), extra in route_attrs.items():
+            # a destination on an attached link still needs the attributes
+            mine = [i for i in self.ifaces_of[node] if i // 2 == dst // 2]
+            if mine:
+                routes_of[node].append(f"route replace {self.addr(dst)}/32 dev {self.dev(mine[0])} {extra}")
+
+        for n, ns in enumerate(self.ns):
+            ifaces = self.ifaces_of[n]
+            lines = ["link set lo up"]
+            for i in ifaces:
+                lines += [f"addr add {self.addr(i)}/24 dev {self.dev(i)}",
+                          f"link set {self.dev(i)} txqueuelen 10000 up"]
+            lines += routes_of[n]
+            if not nodes[n]["router"] and len(ifaces) > 1:
+                for k, i in enumerate(ifaces):
+                    table = 100 + k
+                    lines.append(f"rule add from {self.addr(i)} table {table}")
+                    lines.append(f"route add default dev {self.dev(i)} table {table}")
+                    for (node, dst), extra in route_attrs.items():
+                        if node == n:
+                            lines.append(f"route add {self.addr(dst)}/32 dev {self.dev(i)} table {table} {extra}")
+            ip_batch(lines, ns)
+
+            settings: dict[str, Any] = {"net.ipv4.conf.all.rp_filter": 0, "net.ipv4.conf.default.rp_filter": 0}
+            settings.update({f"net.ipv4.conf.{self.dev(i)}.rp_filter": 0 for i in ifaces})
+            if nodes[n]["router"]:
+                settings["net.ipv4.ip_forward"] = 1
+                if nodes[n]["multipath"] == "ecmp":
+                    settings["net.ipv4.fib_multipath_hash_policy"] = 1
+            else:
+                settings["net.ipv4.tcp_no_metrics_save"] = 1
+                settings.update(host_sysctls.get(n, {}))
+            sysctl(ns, settings)
+
+        for m in mptcp:
+            src_ifaces = self.ifaces_of[m["src"]]
+            limit = max(2, len(src_ifaces))
+            for node in (m["src"], m["dst"]):
+                ip_batch([f"mptcp limits set subflow {limit} add_addr_accepted {limit}"], self.ns[node])
+            primary = m["primary_iface"]
+            ip_batch([f"mptcp endpoint add {self.addr(i)} dev {self.dev(i)} subflow"
+                      for i in src_ifaces if i != primary], self.ns[m["src"]])
+
+
+def _direction(d: dict[str, Any]) -> dict[str, Any]:
+    return {"rate_bps": d["rate_bps"], "delay_ns": d["delay_ns"], "jitter_ns": d.get("jitter_ns", 0),
+            "queue": {"packets": d["queue"].get("packets"), "bytes": d["queue"].get("bytes")},
+            "loss": d["loss"]}
+
+
+def forwarding_table(resolved: dict[str, Any]) -> list[dict[str, Any]]:
+    """The simulator's forwarding decisions for this topology."""
+    from .. import _sim
+
+    for_routing = {**resolved, "flows": [{**f, "kind": "tcp"} if f["kind"] == "mptcp" else f for f in resolved["flows"]]}
+    return json.loads(_sim.forwarding_json(json.dumps(for_routing)))
