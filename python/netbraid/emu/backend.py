@@ -72,6 +72,7 @@ def _plan(resolved: dict[str, Any], forwarding: list[dict[str, Any]]):
     host_sysctls: dict[int, dict[str, Any]] = {}
     route_attrs: dict[tuple[int, int], str] = {}
     mptcp: list[dict[str, Any]] = []
+    source_ifaces: set[int] = set()
 
     def set_sysctl(node: int, key: str, value: int, why: str) -> None:
         have = host_sysctls.setdefault(node, {})
@@ -86,6 +87,8 @@ def _plan(resolved: dict[str, Any], forwarding: list[dict[str, Any]]):
         s["dst_addr_iface"] = f["dst_iface"] if f["dst_iface"] is not None else ifaces_of[f["dst"]][0]
         s["bind_iface"] = f["src_iface"]
         src_iface = s["bind_iface"] if s["bind_iface"] is not None else leaving_iface(f["src"], s["dst_addr_iface"])
+        if s["bind_iface"] is not None:
+            source_ifaces.add(s["bind_iface"])
         if f["kind"] in ("tcp", "mptcp"):
             tcp, explicit = f["tcp"], set(f.get("explicit", []))
             for field in sorted(explicit - EMU_TCP_FIELDS):
@@ -118,10 +121,11 @@ def _plan(resolved: dict[str, Any], forwarding: list[dict[str, Any]]):
                 route_attrs[(f["dst"], src_iface)] = "quickack 1"
             if f["kind"] == "mptcp":
                 mptcp.append({"src": f["src"], "dst": f["dst"], "primary_iface": src_iface})
+                source_ifaces.update(ifaces_of[f["src"]])
         specs.append(s)
     if problems:
         raise ScenarioError(problems)
-    return specs, host_sysctls, route_attrs, mptcp
+    return specs, host_sysctls, route_attrs, mptcp, source_ifaces
 
 
 def run(resolved: dict[str, Any], *, keep_dir: Path | None = None) -> dict[str, Any]:
@@ -132,7 +136,7 @@ def run(resolved: dict[str, Any], *, keep_dir: Path | None = None) -> dict[str, 
         forwarding = forwarding_table(resolved)
     except ValueError as e:
         raise ScenarioError(str(e)) from None
-    specs, host_sysctls, route_attrs, mptcp = _plan(resolved, forwarding)
+    specs, host_sysctls, route_attrs, mptcp, source_ifaces = _plan(resolved, forwarding)
     cleanup_stale()
 
     run_id = new_run_id()
@@ -143,7 +147,7 @@ def run(resolved: dict[str, Any], *, keep_dir: Path | None = None) -> dict[str, 
     link_stats: dict[str, Any] = {}
     with sigterm_as_interrupt():
         try:
-            topo.build(forwarding, route_attrs, host_sysctls, mptcp)
+            topo.build(forwarding, route_attrs, host_sysctls, mptcp, source_ifaces)
             results, link_stats, times = _drive(resolved, specs, topo, workdir, flows)
         finally:
             for fl in flows:

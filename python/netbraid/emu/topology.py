@@ -9,9 +9,13 @@
 - Routes are the simulator's own forwarding table (hop count, ties to the
   lowest link; static ``[[routes]]`` included), installed as /32 routes.
   ECMP routers get Linux multipath routes with layer-4 hashing.
-- A host with several interfaces gets one routing table per interface and a
-  rule ``from <its address>``: traffic from an address leaves by that
-  address's link, the "one subnet per path" set-up MPTCP needs.
+- On a host with several interfaces, each interface that a flow sends from
+  (an explicit ``from_iface``, or every interface of an MPTCP client) gets
+  its own routing table and a rule ``from <its address>``: traffic from
+  that address leaves by that address's link, the "one subnet per path"
+  set-up MPTCP needs. Replies are routed by destination (the forwarding
+  table), so they come back over the link the traffic arrived on — which
+  MPTCP's device-bound subflows require.
 """
 
 from __future__ import annotations
@@ -60,7 +64,8 @@ class Topology:
 
     # building ----------------------------------------------------------------
     def build(self, forwarding: list[dict[str, Any]], route_attrs: dict[tuple[int, int], str],
-              host_sysctls: dict[int, dict[str, Any]], mptcp: list[dict[str, Any]]) -> None:
+              host_sysctls: dict[int, dict[str, Any]], mptcp: list[dict[str, Any]],
+              source_ifaces: set[int] = frozenset()) -> None:
         """`route_attrs[(node, dst_iface)]`: extra ip-route attributes on
         that host's route to that interface (initcwnd, rto_min, quickack).
         `mptcp`: per MPTCP flow, {"src", "dst", "subflows": count}."""
@@ -108,6 +113,8 @@ class Topology:
             lines += routes_of[n]
             if not nodes[n]["router"] and len(ifaces) > 1:
                 for k, i in enumerate(ifaces):
+                    if i not in source_ifaces:
+                        continue
                     table = 100 + k
                     lines.append(f"rule add from {self.addr(i)} table {table}")
                     lines.append(f"route add default dev {self.dev(i)} table {table}")

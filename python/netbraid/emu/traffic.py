@@ -24,7 +24,9 @@ from .netns import EmuError, in_ns, spawn
 
 IPERF_PORT = 5201
 SS_ADDR = re.compile(r"(\d+\.\d+\.\d+\.\d+)(?:%\S+)?:(\d+)")
-SS_FIELD = re.compile(r"\b(bytes_acked|token):(\w+)")
+SS_ACKED = re.compile(r"\bbytes_acked:(\d+)")
+#: "token:<local>(id:n)/<remote>(id:m)": the remote token names the connection
+SS_TOKEN = re.compile(r"\btoken:[0-9a-f]+\(id:\d+\)/([0-9a-f]+)")
 
 
 def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
@@ -42,7 +44,8 @@ class IperfFlow:
         self.client: subprocess.Popen | None = None
         self.started_at_ns: int | None = None
         self.out_path = workdir / f"iperf-{index}.json"
-        self.samples: list[tuple[int, dict[tuple[str, str], int]]] = []
+        #: (time, {connection token: {(local addr, local port, remote addr): bytes_acked}})
+        self.samples: list[tuple[int, dict[str, dict[tuple[str, str, str], int]]]] = []
 
     def _wrap(self, cmd: list[str]) -> list[str]:
         return ["mptcpize", "run", *cmd] if self.mptcp else cmd
@@ -80,18 +83,16 @@ class IperfFlow:
         ns = self.topo.ns[self.spec["src"]]
         r = subprocess.run(in_ns(ns, ["ss", "-tinHO", "state", "established", "dport", "=", f":{self.port}"]),
                            capture_output=True, text=True)
-        by_token: dict[str, dict[tuple[str, str], int]] = {}
+        by_token: dict[str, dict[tuple[str, str, str], int]] = {}
         for line in r.stdout.splitlines():
             addrs = SS_ADDR.findall(line)
-            fields = dict(SS_FIELD.findall(line))
-            if len(addrs) < 2 or "bytes_acked" not in fields:
+            acked, token = SS_ACKED.search(line), SS_TOKEN.search(line)
+            if len(addrs) < 2 or acked is None:
                 continue
-            key = (addrs[0][0], addrs[1][0])
-            by_token.setdefault(fields.get("token", "?"), {})[key] = int(fields["bytes_acked"])
+            key = (addrs[0][0], addrs[0][1], addrs[1][0])  # a subflow: local address and port, remote address
+            by_token.setdefault(token.group(1) if token else "?", {})[key] = int(acked.group(1))
         if by_token:
-            # iperf3 has a control and a data connection: the data one carries the bytes
-            data = max(by_token.values(), key=lambda d: sum(d.values()))
-            self.samples.append((time.time_ns(), data))
+            self.samples.append((time.time_ns(), by_token))
 
     # results ---------------------------------------------------------------------
     def finish(self, timeout: float) -> dict[str, Any]:
@@ -144,16 +145,25 @@ class IperfFlow:
     def subflow_results(self, window: tuple[int, int]) -> list[dict[str, Any]]:
         if not self.samples:
             return []
-        keys = sorted({k for _, d in self.samples for k in d})
-        inside = [(t, d) for t, d in self.samples if window[0] <= t <= window[1]] or self.samples
+        # iperf3 has a control and a data connection: the data one carries the bytes
+        totals: dict[str, int] = {}
+        for _, by_token in self.samples:
+            for token, d in by_token.items():
+                totals[token] = max(totals.get(token, 0), sum(d.values()))
+        data = max(totals, key=totals.get)
+        samples = [(t, bt[data]) for t, bt in self.samples if data in bt]
+        keys = sorted({k for _, d in samples for k in d})
+        inside = [(t, d) for t, d in samples if window[0] <= t <= window[1]] or samples
         (t0, d0), (t1, d1) = inside[0], inside[-1]
-        last = {k: max(d.get(k, 0) for _, d in self.samples) for k in keys}
+        last = {k: max(d.get(k, 0) for _, d in samples) for k in keys}
         total = sum(last.values()) or 1
         out = []
-        for src, dst in keys:
-            rate = (d1.get((src, dst), 0) - d0.get((src, dst), 0)) * 8e9 / (t1 - t0) if t1 > t0 else None
-            out.append({"name": f"{src}->{dst}", "src_addr": src, "dst_addr": dst,
-                        "bytes_acked": last[(src, dst)], "share": last[(src, dst)] / total, "goodput_bps": rate})
+        for key in keys:
+            src, port, dst = key
+            rate = (d1.get(key, 0) - d0.get(key, 0)) * 8e9 / (t1 - t0) if t1 > t0 else None
+            unique = sum(1 for k in keys if k[0] == src and k[2] == dst) == 1
+            out.append({"name": f"{src}->{dst}" if unique else f"{src}:{port}->{dst}", "src_addr": src, "dst_addr": dst,
+                        "bytes_acked": last[key], "share": last[key] / total, "goodput_bps": rate})
         return out
 
     def stop(self) -> None:
