@@ -10,6 +10,10 @@ from typing import Any
 
 from ._sim import __version__
 
+# `resolve` is both a submodule and a function; bind the function eagerly, or
+# the first import of the submodule would shadow it (pydantic only, no pandas).
+from .resolve import resolve
+
 _WHERE = {
     "jain_fairness": "api",
     "run": "api",
@@ -17,7 +21,6 @@ _WHERE = {
     "simulate": "api",
     "sweep": "api",
     "ScenarioError": "errors",
-    "resolve": "resolve",
     "load_scenario": "scenario_io",
     "ExperimentError": "experiment",
     "Flow": "schema",
@@ -33,7 +36,7 @@ _WHERE = {
     "summarize": "stats",
 }
 
-__all__ = ["__version__", "stats", *_WHERE]
+__all__ = ["__version__", "resolve", "stats", *_WHERE]
 
 
 def __getattr__(name: str) -> Any:

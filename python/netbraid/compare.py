@@ -21,12 +21,12 @@ from .schema import Scenario
 #: SACK, delayed ACKs every second segment with a 40 ms floor (TCP_DELACK_MIN).
 LINUX_TCP = {
     "initial_window": 10,
-    "rto_min": 200_000_000,
-    "rto_initial": 1_000_000_000,
+    "rto_min": "200ms",
+    "rto_initial": "1s",
     "mss": 1448,
     "header_bytes": 52,
     "recovery": "sack",
-    "delack_timeout": 40_000_000,
+    "delack_timeout": "40ms",
 }
 
 

@@ -244,6 +244,7 @@ def _result(resolved, flows, link_stats, times, wall, topo) -> dict[str, Any]:
         "events": None,
         "wall_s": wall,
         "realtime": link_stats.get("realtime"),
+        "linkemu_cpu_s": link_stats.get("cpu_s"),
         "flows": flows,
         "links": links,
     }

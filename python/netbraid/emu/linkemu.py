@@ -80,9 +80,18 @@ class LinkEmulator:
         except (OSError, ValueError):
             return {}
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time (user + system, all threads) the emulator has used."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, AttributeError):
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> dict[str, Any]:
         """Stop the emulator (its TUN devices vanish with it); returns the
-        final counters."""
+        final counters, with the CPU time it used."""
+        cpu = self.cpu_seconds() if self.proc is not None else None
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -90,7 +99,7 @@ class LinkEmulator:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        return self._read_stats()
+        return {**self._read_stats(), "cpu_s": cpu}
 
     @property
     def pid(self) -> int | None:

@@ -154,5 +154,7 @@ def forwarding_table(resolved: dict[str, Any]) -> list[dict[str, Any]]:
     """The simulator's forwarding decisions for this topology."""
     from .. import _sim
 
-    for_routing = {**resolved, "flows": [{**f, "kind": "tcp"} if f["kind"] == "mptcp" else f for f in resolved["flows"]]}
+    # Routing ignores the transport; give the simulator's parser only what it knows.
+    as_sim_tcp = lambda f: {**f, "kind": "tcp", "tcp": {**f["tcp"], "cc": "reno"}}  # noqa: E731
+    for_routing = {**resolved, "flows": [as_sim_tcp(f) if f["kind"] in ("tcp", "mptcp") else f for f in resolved["flows"]]}
     return json.loads(_sim.forwarding_json(json.dumps(for_routing)))

@@ -22,6 +22,8 @@ import time
 from typing import Any
 
 HEADER = struct.Struct("!IQQ")
+#: Linux's SO_TIMESTAMPNS (Python's socket module does not name it)
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 UDP_IP_HEADER = 28
 
 
@@ -95,7 +97,7 @@ def receive(cfg: dict[str, Any]) -> dict[str, Any]:
     the measurement window [window_start_ns, window_stop_ns)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_TIMESTAMPNS, 1)
+    sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     sock.bind(("0.0.0.0", cfg["port"]))
     print("ready", flush=True)
     w0, w1, until = cfg["window_start_ns"], cfg["window_stop_ns"], cfg["until_ns"]
@@ -116,7 +118,7 @@ def receive(cfg: dict[str, Any]) -> dict[str, Any]:
             continue
         t = time.time_ns()
         for level, kind, value in anc:
-            if level == socket.SOL_SOCKET and kind == socket.SO_TIMESTAMPNS:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
                 sec, nsec = struct.unpack("qq", value[:16])
                 t = sec * 1_000_000_000 + nsec
         if len(data) < HEADER.size:

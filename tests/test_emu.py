@@ -1,0 +1,193 @@
+"""The emu backend on this machine's real stacks (root, namespaces, TUN).
+
+Expectations come from the link's settings (rate, delay, queue limit, loss
+probability with its binomial interval), from analytic TCP models (Mathis),
+from capacity (two 50 Mb/s paths) and from the system's own state (no
+namespace, device or process left) — never from an earlier run."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from scipy import stats
+
+import netbraid as nb
+from netbraid.emu import platform
+
+REASON = platform.unavailable_reason(mptcp=True)
+pytestmark = [pytest.mark.emu, pytest.mark.skipif(REASON is not None, reason=f"emu backend unavailable: {REASON}")]
+
+IP_UDP = 28
+
+
+def one_link(rate: str, delay: str, *, queue="1000p", loss=None, duration="3s", measure_start="0s") -> nb.Scenario:
+    s = nb.Scenario(name="one-link", duration=duration)
+    s.add_host("a").add_host("b")
+    s.add_link("a", "b", rate=rate, delay=delay, queue=queue, ab={"loss": loss} if loss is not None else None)
+    s.measure = nb.Measure(start=measure_start)
+    return s
+
+
+def udp_flow(s: nb.Scenario, rate: str, size: int = 1472, stop: str | None = None) -> dict:
+    s.add_flow("u", "a", "b", kind="cbr", rate=rate, packet_size=f"{size}B", stop=stop)
+    r = nb.simulate(s, backend="emu")
+    return r
+
+
+# ---- netbraid-linkemu accuracy --------------------------------------------------
+
+
+@pytest.mark.parametrize("mbps", [10, 100, 300])
+def test_delivered_rate_matches_the_link_rate(mbps):
+    # offered at 115 % of the rate: the queue stays busy, so arrivals are paced by the link alone
+    s = one_link(f"{mbps}Mbps", "5ms", queue="200p", duration="3s")
+    r = udp_flow(s, f"{mbps * 1.15}Mbps")
+    f = r["flows"][0]
+    assert abs(f["arrival_rate_bps"] / (mbps * 1e6) - 1) < 0.02, f["arrival_rate_bps"]
+    assert r["links"][0]["queue_drops"] > 0  # it really was overloaded
+
+
+def test_one_way_delay_median_and_tail():
+    # 2 Mb/s of 1000-byte datagrams on a 100 Mb/s link: no queueing, so the
+    # delay is propagation + one serialisation (1028 B at 100 Mb/s = 82 µs)
+    s = one_link("100Mbps", "10ms", duration="4s")
+    f = udp_flow(s, "2Mbps", size=1000)["flows"][0]
+    expected = 0.010 + 1028 * 8 / 100e6
+    assert abs(f["delay_p50_s"] - expected) < 0.2e-3, f["delay_p50_s"]
+    assert f["delay_p99_s"] - expected < 2e-3, f["delay_p99_s"]
+    assert f["reordered"] == 0
+
+
+def test_loss_within_the_binomial_interval():
+    s = one_link("100Mbps", "1ms", loss=0.05, duration="4s")
+    f = udp_flow(s, "8Mbps", size=1000)["flows"][0]
+    n = f["packets_sent"]
+    lo, hi = stats.binom.interval(0.99, n, 0.05)
+    assert lo <= f["packets_lost"] <= hi, (f["packets_lost"], n, lo, hi)
+
+
+def test_queue_limit_is_honoured_exactly():
+    # A 5 ms burst at 1 Gb/s into a 1 Mb/s link (12 ms per 1500-byte packet):
+    # one packet on the serialiser plus the 20 the queue holds get through.
+    s = one_link("1Mbps", "1ms", queue="20p", duration="2s")
+    r = udp_flow(s, "1Gbps", stop="5ms")
+    f, link = r["flows"][0], r["links"][0]
+    assert f["packets_received"] == 21
+    assert link["queue_drops"] == f["packets_sent"] - 21
+
+
+# ---- real TCP ---------------------------------------------------------------------
+
+
+def mathis_bps(mss: int, rtt: float, p: float) -> float:
+    return mss * 8 / rtt * math.sqrt(1.5 / p)
+
+
+@pytest.mark.parametrize("cc,loss", [("reno", 0.01), ("reno", 0.001), ("cubic", 0.01), ("cubic", 0.001)])
+def test_linux_tcp_over_a_lossy_path_against_sim(cc, loss, tmp_path):
+    out = subprocess.run(
+        ["netbraid", "compare", "examples/linux_tcp_loss.toml", "--json", "--set", f"flows.bulk.cc={cc}",
+         "--set", f"links.0.ab.loss={loss}", "--set", "duration=10s", "--set", "measure.start=2s"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    row = doc["rows"][0]
+    emu, sim = row["emu_goodput_bps"], row["sim_goodput_bps"]
+    model = mathis_bps(1448, 0.020, loss)
+    assert 0 < emu < 100e6 and 0 < sim < 100e6
+    if cc == "reno":  # Mathis is a model of Reno-style AIMD; allow a factor 2 either way
+        assert model / 2 < emu < model * 2, (emu, model)
+        assert model / 2 < sim < model * 2, (sim, model)
+    assert row["goodput_rel_diff"] == pytest.approx((sim - emu) / emu)
+
+
+def test_unknown_congestion_control_lists_what_the_kernel_has():
+    out = subprocess.run(["netbraid", "run", "examples/linux_tcp_loss.toml", "--backend", "emu",
+                          "--set", "flows.bulk.cc=vegas"], capture_output=True, text=True)
+    assert out.returncode == 2
+    assert "flows (bulk).cc" in out.stderr and "'vegas'" in out.stderr
+    for cc in platform.available_congestion_controls():
+        assert cc in out.stderr
+
+
+# ---- real MPTCP ----------------------------------------------------------------------
+
+
+def mptcp_run(*sets: str) -> dict:
+    cmd = ["netbraid", "run", "examples/mptcp_two_paths.toml", "--backend", "emu", "--json", "--set", "duration=8s"]
+    for s in sets:
+        cmd += ["--set", s]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)["flows"][0]
+
+
+def test_mptcp_aggregates_two_paths():
+    f = mptcp_run()
+    assert f["goodput_bps"] >= 85e6
+    assert len(f["subflows"]) == 2
+    assert all(s["bytes_acked"] > 0 for s in f["subflows"])
+    assert sum(s["goodput_bps"] for s in f["subflows"]) == pytest.approx(f["goodput_bps"], rel=0.1)
+
+
+def test_mptcp_shares_with_one_lossy_path():
+    f = mptcp_run("links.1.loss=0.1")
+    subs = {s["src_iface"]: s for s in f["subflows"]}
+    assert set(subs) == {0, 2}
+    assert sum(s["share"] for s in subs.values()) == pytest.approx(1.0)
+    assert subs[2]["share"] < subs[0]["share"]  # the lossy path carries less
+
+
+# ---- clean-up ----------------------------------------------------------------------------
+
+
+def leftovers() -> dict:
+    ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    procs = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    pat = re.compile(r"\bnb[0-9a-f]{6}")
+    return {
+        "namespaces": [l for l in ns.splitlines() if pat.search(l)],
+        "devices": [l for l in links.splitlines() if pat.search(l)],
+        "processes": [l for l in procs.splitlines()
+                      if ("iperf3" in l or "netbraid.emu" in l or "linkemu" in l) and "ps -eo" not in l],
+        "records": sorted(os.listdir("/run/netbraid")) if os.path.isdir("/run/netbraid") else [],
+    }
+
+
+def test_nothing_is_left_after_twenty_runs_three_killed():
+    scenario = "examples/mptcp_two_paths.toml"
+    base = ["netbraid", "run", scenario, "--backend", "emu", "--set", "duration=2s", "--set", "measure.start=0s"]
+    kills = {4: signal.SIGINT, 9: signal.SIGTERM, 14: signal.SIGKILL}
+    for i in range(20):
+        if i in kills:
+            p = subprocess.Popen(base, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(2.5)  # mid-run: the namespaces and traffic exist
+            p.send_signal(kills[i])
+            p.wait(30)
+            if kills[i] == signal.SIGKILL:
+                time.sleep(0.5)  # children die with their parent
+                out = subprocess.run(["netbraid", "emu", "cleanup"], capture_output=True, text=True)
+                assert out.returncode == 0 and "removed" in out.stdout, out.stdout + out.stderr
+        else:
+            out = subprocess.run(base, capture_output=True, text=True, timeout=60)
+            assert out.returncode == 0, out.stderr
+    assert leftovers() == {"namespaces": [], "devices": [], "processes": [], "records": []}
+
+
+def test_cleanup_leaves_other_namespaces_alone():
+    subprocess.run(["ip", "netns", "add", "nbtest-keepme"], check=True)
+    try:
+        subprocess.run(["netbraid", "emu", "cleanup"], check=True, capture_output=True)
+        assert "nbtest-keepme" in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    finally:
+        subprocess.run(["ip", "netns", "del", "nbtest-keepme"])
