@@ -48,7 +48,8 @@ def udp_flow(s: nb.Scenario, rate: str, size: int = 1472, stop: str | None = Non
 @pytest.mark.parametrize("mbps", [10, 100, 300])
 def test_delivered_rate_matches_the_link_rate(mbps):
     # offered at 115 % of the rate: the queue stays busy, so arrivals are paced by the link alone
-    s = one_link(f"{mbps}Mbps", "5ms", queue="200p", duration="3s")
+    # a deep queue (80 ms at 300 Mb/s) keeps the link backlogged through the sender's scheduling stalls
+    s = one_link(f"{mbps}Mbps", "5ms", queue=f"{max(200, round(mbps * 1e6 * 0.08 / 12000))}p", duration="3s")
     r = udp_flow(s, f"{mbps * 1.15}Mbps")
     f = r["flows"][0]
     assert abs(f["arrival_rate_bps"] / (mbps * 1e6) - 1) < 0.02, f["arrival_rate_bps"]
