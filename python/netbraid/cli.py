@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import typer
 from rich.console import Console
@@ -43,6 +44,28 @@ def fail(e: Exception, code: int = 2) -> None:
     # The message quotes user input verbatim: never read it as rich markup.
     err_console.print(Text.assemble(("error:", "bold red"), " ", str(e)), highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+@contextmanager
+def errors_reported(interrupted: str | None = "interrupted",
+                    os_error: Callable[[OSError], Exception] | None = None) -> Iterator[None]:
+    """Turn the failures a command can meet into an error line and an exit
+    status: 2 for the user's mistakes, 3 when emu cannot run, 130 on Ctrl-C
+    (unless `interrupted` is None), and `os_error(e)` for I/O errors."""
+    try:
+        yield
+    except (ScenarioError, ExperimentError) as e:
+        fail(e)
+    except EMU_FAILURES as e:
+        fail(e, code=3)
+    except KeyboardInterrupt:
+        if interrupted is None:
+            raise
+        fail(ScenarioError(interrupted), code=130)
+    except OSError as e:
+        if os_error is None:
+            raise
+        fail(os_error(e))
 
 
 def prepare_out(out: Optional[Path]) -> None:
@@ -93,7 +116,8 @@ def run(
             fail(ScenarioError("--pcap: captures one run; use it without --reps"))
         return run_replications(scenario, set_, seed, out, json_out, reps, until, max_reps, workers, quiet, backend)
     prepare_out(out)
-    try:
+    with errors_reported("interrupted: no results were written",
+                         lambda e: ScenarioError(f"cannot write {e.filename or 'output'}: {e.strerror or e}")):
         s = load_scenario(scenario, set_)
         pcap_dir = out if out is not None else Path(".")
         if pcap:
@@ -101,18 +125,6 @@ def run(
         captures = [(d, str(pcap_dir / f"{d.replace('->', '_to_')}.pcap")) for d in pcap]
         resolved = resolve(s, seed=seed, pcap=captures, backend=backend)
         result = run_resolved(resolved, backend)
-    except ScenarioError as e:
-        fail(e)
-        return
-    except EMU_FAILURES as e:
-        fail(e, code=3)
-        return
-    except KeyboardInterrupt:
-        fail(ScenarioError("interrupted: no results were written"), code=130)
-        return
-    except OSError as e:
-        fail(ScenarioError(f"cannot write {e.filename or 'output'}: {e.strerror or e}"))
-        return
     if out is not None:
         try:
             write_run(out, result, resolved, s.model_dump(mode="json", by_alias=True, exclude_none=True))
@@ -134,7 +146,7 @@ def run_replications(scenario: Path, set_: list[str], seed: Optional[int], out: 
                      backend: str = "sim") -> None:
     if out is not None and out.exists() and not out.is_dir():
         fail(ScenarioError(f"--out: {out} exists and is not a directory"))
-    try:
+    with errors_reported(os_error=lambda e: ExperimentError(f"--out: cannot write to {out}: {e.strerror or e}")):
         s = load_scenario(scenario, set_)
         if until is None:
             plan = make_plan(s, reps=reps, seed=seed, backend=backend)
@@ -150,18 +162,6 @@ def run_replications(scenario: Path, set_: list[str], seed: Optional[int], out: 
                 out.mkdir(parents=True, exist_ok=True)
                 runs.to_parquet(out / "runs.parquet", index=False)
                 runs.to_csv(out / "runs.csv", index=False)
-    except (ScenarioError, ExperimentError) as e:
-        fail(e)
-        return
-    except EMU_FAILURES as e:
-        fail(e, code=3)
-        return
-    except KeyboardInterrupt:
-        fail(ScenarioError("interrupted"), code=130)
-        return
-    except OSError as e:
-        fail(ExperimentError(f"--out: cannot write to {out}: {e.strerror or e}"))
-        return
     summary = replication_summary(runs)
     if json_out:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
@@ -243,7 +243,8 @@ def sweep(
         fail(ScenarioError(f"--workers: {workers} is not allowed (at least 1)"))
     if out.exists() and not out.is_dir():
         fail(ScenarioError(f"--out: {out} exists and is not a directory"))
-    try:
+    # Ctrl-C is not caught: the journal already holds every finished run (--resume)
+    with errors_reported(interrupted=None, os_error=lambda e: ExperimentError(f"{out}: {e.strerror or e}")):
         s = load_scenario(scenario, set_)
         g = {a.path: list(a.values) for a in (parse_axis(x, "--grid") for x in grid)}
         z = {a.path: list(a.values) for a in (parse_axis(x, "--zip") for x in zip_)}
@@ -253,15 +254,6 @@ def sweep(
         if not quiet:
             err_console.print(f"{len(plan.points)} points × {n} replications = {len(plan.points) * n} runs → {out}/")
         runs, _ = execute(plan, out, resume=resume, workers=workers, dask=dask, progress=not quiet)
-    except (ScenarioError, ExperimentError) as e:
-        fail(e)
-        return
-    except EMU_FAILURES as e:
-        fail(e, code=3)
-        return
-    except OSError as e:
-        fail(ExperimentError(f"{out}: {e.strerror or e}"))
-        return
     from .report import IDENTICAL_NOTE, identical_replications, point_summary
 
     table = point_summary(runs, plan.axes)
@@ -493,18 +485,9 @@ def compare_command(
     """Run a scenario on sim and on emu (real stacks) and show them side by side."""
     from .compare import compare
 
-    try:
+    with errors_reported():
         s = load_scenario(scenario, set_)
         doc = compare(s, seed=seed, linux_defaults=linux_defaults)
-    except ScenarioError as e:
-        fail(e)
-        return
-    except EMU_FAILURES as e:
-        fail(e, code=3)
-        return
-    except KeyboardInterrupt:
-        fail(ScenarioError("interrupted"), code=130)
-        return
     if json_out:
         sys.stdout.write(json.dumps({k: v for k, v in doc.items() if k not in ("sim", "emu")}
                                     | {"sim": {k: v for k, v in doc["sim"].items() if k != "series"}, "emu": doc["emu"]},

@@ -19,7 +19,7 @@ from ..errors import ScenarioError
 from . import platform
 from .netns import EmuError
 from .registry import RunRecord, cleanup_stale, delete_namespaces, new_run_id
-from .topology import Topology, forwarding_table
+from .topology import Topology, forwarding_table, interfaces
 from .traffic import IperfFlow, UdpFlow, whole_seconds
 
 #: TCP settings the emu backend can honour (how is in docs/emu.md); any
@@ -48,10 +48,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
 def _plan(resolved: dict[str, Any], forwarding: list[dict[str, Any]]):
     """Per-flow emu specs, and the host settings and route attributes they need."""
     nodes = resolved["nodes"]
-    ifaces_of: dict[int, list[int]] = {i: [] for i in range(len(nodes))}
-    for l, link in enumerate(resolved["links"]):
-        ifaces_of[link["a"]].append(2 * l)
-        ifaces_of[link["b"]].append(2 * l + 1)
+    _, ifaces_of = interfaces(resolved)
     out_of = {(r["node"], r["dst_iface"]): r["channels"][0] for r in forwarding}
 
     def leaving_iface(node: int, dst_iface: int) -> int:
@@ -148,12 +145,12 @@ def run(resolved: dict[str, Any], *, keep_dir: Path | None = None) -> dict[str, 
     with sigterm_as_interrupt():
         try:
             topo.build(forwarding, route_attrs, host_sysctls, mptcp, source_ifaces)
-            results, link_stats, times = _drive(resolved, specs, topo, workdir, flows)
+            results, times = _drive(resolved, specs, topo, workdir, flows)
         finally:
             for fl in flows:
                 fl.stop()
             if topo.emulator is not None:
-                link_stats = topo.emulator.stop() or link_stats
+                link_stats = topo.emulator.stop()  # the final counters
             delete_namespaces(topo.created)
             record.remove()
             if keep_dir is None:
@@ -208,8 +205,7 @@ def _drive(resolved, specs, topo, workdir, flows):
             results.append(fl.result(doc, window))
         else:
             results.append(fl.finish(timeout=30.0, window=window))
-    stats = topo.emulator.stats()
-    return results, stats, (t0, window)
+    return results, (t0, window)
 
 
 def _result(resolved, flows, link_stats, times, wall, topo) -> dict[str, Any]:

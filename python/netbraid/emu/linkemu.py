@@ -61,19 +61,6 @@ class LinkEmulator:
         self.stop()
         raise EmuError(f"netbraid-linkemu did not start: {err.strip()}")
 
-    def stats(self) -> dict[str, Any]:
-        """Ask for fresh counters (SIGUSR1) and read them."""
-        if self.proc is None or self.proc.poll() is not None:
-            return self._read_stats()
-        before = self.stats_path.stat().st_mtime_ns if self.stats_path.exists() else 0
-        self.proc.send_signal(signal.SIGUSR1)
-        deadline = time.monotonic() + 2
-        while time.monotonic() < deadline:
-            if self.stats_path.exists() and self.stats_path.stat().st_mtime_ns != before:
-                break
-            time.sleep(0.01)
-        return self._read_stats()
-
     def _read_stats(self) -> dict[str, Any]:
         try:
             return json.loads(self.stats_path.read_text())

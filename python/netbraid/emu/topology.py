@@ -29,6 +29,16 @@ from .netns import ip_batch, sysctl
 from .registry import RunRecord
 
 
+def interfaces(resolved: dict[str, Any]) -> tuple[list[int], dict[int, list[int]]]:
+    """(node of each interface, interfaces of each node): link l gives
+    interface 2l to its a node and 2l+1 to its b node."""
+    iface_node = [n for link in resolved["links"] for n in (link["a"], link["b"])]
+    ifaces_of: dict[int, list[int]] = {n: [] for n in range(len(resolved["nodes"]))}
+    for iface, node in enumerate(iface_node):
+        ifaces_of[node].append(iface)
+    return iface_node, ifaces_of
+
+
 def iface_address(iface: int) -> str:
     link = iface // 2
     return f"10.{link >> 8}.{link & 255}.{1 + iface % 2}"
@@ -40,14 +50,8 @@ class Topology:
         self.run_id = run_id
         self.record = record
         self.workdir = workdir
-        nodes, links = resolved["nodes"], resolved["links"]
-        self.ns = [f"{run_id}-{i}" for i in range(len(nodes))]
-        self.iface_node: list[int] = []
-        for link in links:
-            self.iface_node += [link["a"], link["b"]]
-        self.ifaces_of: dict[int, list[int]] = {i: [] for i in range(len(nodes))}
-        for iface, node in enumerate(self.iface_node):
-            self.ifaces_of[node].append(iface)
+        self.ns = [f"{run_id}-{i}" for i in range(len(resolved["nodes"]))]
+        self.iface_node, self.ifaces_of = interfaces(resolved)
         self.emulator: LinkEmulator | None = None
         self.created: list[str] = []
 

@@ -35,20 +35,16 @@ def _sleep_until(t_ns: int) -> None:
         time.sleep(left / 1e9)
 
 
-def _burst_packets(rng: random.Random, mean: float, dist: str, shape: float) -> int:
+def _draw(rng: random.Random, mean: float, dist: str, shape: float) -> float:
+    """Exponential, or Pareto with this shape, of the given mean."""
     if dist == "pareto":
         scale = mean * (shape - 1) / shape
-        x = scale / (1.0 - rng.random()) ** (1.0 / shape)
-    else:
-        x = rng.expovariate(1.0 / mean)
-    return max(1, int(x + 0.5))
+        return scale / (1.0 - rng.random()) ** (1.0 / shape)
+    return rng.expovariate(1.0 / mean)
 
 
-def _idle_ns(rng: random.Random, mean_ns: float, dist: str, shape: float) -> int:
-    if dist == "pareto":
-        scale = mean_ns * (shape - 1) / shape
-        return int(scale / (1.0 - rng.random()) ** (1.0 / shape))
-    return int(rng.expovariate(1.0 / mean_ns))
+def _burst_packets(rng: random.Random, mean: float, dist: str, shape: float) -> int:
+    return max(1, int(_draw(rng, mean, dist, shape) + 0.5))
 
 
 def send(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -80,7 +76,7 @@ def send(cfg: dict[str, Any]) -> dict[str, Any]:
         if onoff:
             burst_left -= 1
             if burst_left == 0:
-                next_ns += _idle_ns(rng, cfg["idle_ns"], cfg["distribution"], cfg["shape"])
+                next_ns += int(_draw(rng, cfg["idle_ns"], cfg["distribution"], cfg["shape"]))
                 burst_left = _burst_packets(rng, cfg["burst_ns"] / interval, cfg["distribution"], cfg["shape"])
     return {"packets_sent": seq, "bytes_sent": seq * size, "send_errors": errors}
 
