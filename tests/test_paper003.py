@@ -30,14 +30,23 @@ def test_tables_and_plots_are_written(quick):
         assert f"Table {table}" in stdout
 
 
-def test_homogeneous_tcp_rates_match_the_paper(quick):
-    # TCP throughput and goodput are stable even in 3 × 30 s; UDP throughput
-    # (six bursty sources) needs the full run, whose agreement is recorded
-    # in docs/papers/003.md.
+def test_tcp_rates_match_the_paper(quick):
+    # Tables 3.1 and 3.3 within the issue's ±10 %: TCP throughput and goodput
+    # are steady even in 3 × 30 s. UDP throughput (a few bursty sources)
+    # needs the full run, whose agreement is recorded in docs/papers/003.md.
     _, _, rows = quick
-    for d in ("d=1", "d=2", "d=3", "d=4"):
-        for metric in ("tcp_thr", "tcp_good"):
-            assert abs(float(rows[(d, metric)]["relative_difference"])) <= 0.10, (d, metric)
+    for (config, metric), row in rows.items():
+        if metric in ("tcp_thr", "tcp_good"):
+            assert abs(float(row["relative_difference"])) <= 0.10, (config, metric)
+
+
+def test_loss_within_a_factor_1_5_of_the_paper(quick):
+    _, _, rows = quick
+    for (config, metric), row in rows.items():
+        if metric in ("tcp_loss", "udp_loss"):
+            low, high = float(row["paper_low"]), float(row["paper_high"])
+            ratio = float(row["netbraid_mean"]) / ((low + high) / 2)
+            assert 1 / 1.5 <= ratio <= 1.5, (config, metric, ratio)
 
 
 def test_loss_follows_the_papers_orderings(quick):

@@ -296,7 +296,7 @@ def paper(
     seed: int = typer.Option(1, help="Base seed (replication r uses SEED + r)."),
     workers: Optional[int] = typer.Option(None, help="Parallel runs (default: every core)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
-    tcp: list[str] = typer.Option([], "--tcp", help="Override a TCP setting: KEY=VALUE, e.g. limited_transmit=false (repeatable)."),
+    tcp: list[str] = typer.Option([], "--tcp", help="Override a TCP setting: KEY=VALUE, e.g. rto_min=200ms (ns-2.35's minrto_; repeatable)."),
 ) -> None:
     """Reproduce a seed paper's tables and print them beside the paper's numbers."""
     import csv

@@ -3,12 +3,13 @@ parallel links; TCP and exponential on-off UDP; 20 replications, 95 %
 intervals). See docs/papers/003.md for every assumption.
 
 Where the paper is silent, ns-2's defaults are used, each overridable:
+those of ns-2.27, the release current while the paper was written (2004).
 TCP is ns-2's `Agent/TCP` (Tahoe) with `Agent/TCPSink` (an ACK per packet),
 packetSize_ 1000 B plus a 40-byte TCP/IP header, window_ 20 packets,
-windowInit_ 2, minrto_ 0.2 s, rtxcur_init_ 3 s, tcpTick_ 0.01 s,
-singledup_ 1 (limited transmit); queues are DropTail with limit_ 50
-packets; the on-off sources use packetSize_ 210 B and ns-2's UDP adds no
-header; every source starts at t = 0.
+windowInit_ 2, minrto_ 1 s, rtxcur_init_ 6 s, singledup_ 1 (limited
+transmit); queues are DropTail with limit_ 50; the on-off sources use
+packetSize_ 210 B and ns-2's UDP adds no header; every source starts at
+t = 0. Each of the d paths runs through its own "Link" node, as ns-2 needs.
 """
 
 from __future__ import annotations
@@ -67,26 +68,53 @@ COLUMN_NAMES = {"tcp_thr": "TCP throughput", "tcp_good": "TCP goodput", "udp_thr
 
 MSS, TCP_HEADER = 1000, 40
 
+#: ns-2.27's `Agent/TCP` (Tahoe) and `Agent/TCPSink`, the release current
+#: while the paper was written (Jan 2004 – Feb 2005; ns-2.28 came out on
+#: 2005-02-03). Two defaults differ from ns-2.35's: `minrto_` was 1 s until
+#: 2004-10-14 (0.2 s from ns-2.28) and `rtxcur_init_` 6 s until 2006-01-21.
+NS2_TCP: dict[str, Any] = dict(
+    cc="reno", recovery="tahoe", mss=MSS, header_bytes=TCP_HEADER, window=f"{20 * MSS}B",
+    delayed_ack=False, initial_window=2, limited_transmit=True, rto_min="1s", rto_initial="6s")
+#: The same with ns-2.35's defaults (`--tcp rto_min=200ms --tcp rto_initial=3s`).
+NS2_35_TCP: dict[str, Any] = dict(NS2_TCP, rto_min="200ms", rto_initial="3s")
 
-def scenario(rates_mbps: list[float], *, measure_s: float = 180.0, tcp: dict[str, Any] | None = None) -> Scenario:
+
+def scenario(rates_mbps: list[float], *, measure_s: float = 180.0, tcp: dict[str, Any] | None = None,
+             link_nodes: bool = True, queue_limit: int = 50) -> Scenario:
     """The paper's topology for one set of inter-router links: per link 10
     TCP and 2 UDP sources (Link:UDP:TCP = 1:2:10), sources → R1 (100 Mb/s,
-    2 ms), d links R1 → R2 (5 ms), R2 → destinations (100 Mb/s, 2 ms)."""
+    2 ms), d paths R1 → R2, R2 → destinations (100 Mb/s, 2 ms).
+
+    The paper counts "Link" among its nodes (Link:UDP:TCP are node counts),
+    and ns-2 keeps a single link per node pair, so each path runs through
+    its own middle node: R1 → link_i → R2, both hops at the path's rate and
+    5 ms. `link_nodes=False` joins R1 and R2 directly by d links instead.
+
+    `queue_limit` is ns-2's DropTail `limit_`: ns-2 drops an arrival when
+    the waiting packets would reach the limit, so `limit_ 50` keeps at most
+    49 waiting beside the one on the wire; netbraid's queue limit counts
+    waiting packets only, hence `queue_limit - 1`."""
     d = len(rates_mbps)
-    options = dict(cc="reno", recovery="tahoe", mss=MSS, header_bytes=TCP_HEADER, window=f"{20 * MSS}B",
-                   delayed_ack=False, initial_window=2, rto_min="200ms", rto_initial="3s", limited_transmit=True)
+    options = dict(NS2_TCP)
     options.update(tcp or {})
     s = Scenario(name=f"paper-003 {','.join(f'{r:g}' for r in rates_mbps)} Mb/s", duration=f"{6 + measure_s}s",
                  tcp=TcpOptions(**options))
     s.add_host("tcp_src", count=10 * d).add_host("tcp_dst", count=10 * d)
     s.add_host("udp_src", count=2 * d).add_host("udp_dst", count=2 * d)
     s.add_router("router1", multipath="round_robin").add_router("router2", multipath="round_robin")
+    queue = f"{queue_limit - 1}p"
     for group in ("tcp_src", "udp_src"):
-        s.add_link(group, "router1", rate="100Mbps", delay="2ms", queue="50p")
-    for r in rates_mbps:
-        s.add_link("router1", "router2", rate=f"{r}Mbps", delay="5ms", queue="50p")
+        s.add_link(group, "router1", rate="100Mbps", delay="2ms", queue=queue)
+    for i, r in enumerate(rates_mbps, 1):
+        hop = dict(rate=f"{r:g}Mbps", delay="5ms", queue=queue)
+        if link_nodes:
+            s.add_router(f"link{i}")
+            s.add_link("router1", f"link{i}", **hop)
+            s.add_link(f"link{i}", "router2", **hop)
+        else:
+            s.add_link("router1", "router2", **hop)
     for group in ("tcp_dst", "udp_dst"):
-        s.add_link("router2", group, rate="100Mbps", delay="2ms", queue="50p")
+        s.add_link("router2", group, rate="100Mbps", delay="2ms", queue=queue)
     s.add_flow("tcp", "tcp_src", "tcp_dst")
     s.add_flow("udp", "udp_src", "udp_dst", kind="onoff", rate="1.5Mbps", burst_time="20ms", idle_time="120ms",
                packet_size="210B", header_bytes=0)

@@ -1,6 +1,8 @@
 //! A tail-drop FIFO limited in packets or in bytes. The limit counts packets
-//! waiting, not the one being serialised (as in ns-2 and ns-3, where the
-//! packet on the transmitter has left the queue).
+//! waiting, not the one being serialised (the packet on the transmitter has
+//! left the queue, as in ns-2 and ns-3). ns-2's DropTail admits one fewer:
+//! it drops when the waiting packets would reach `limit_`, so its `limit_ 50`
+//! is a limit of 49 here.
 
 use std::collections::VecDeque;
 
