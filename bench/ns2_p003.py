@@ -52,7 +52,8 @@ def main() -> None:
         t2 = time.perf_counter()
         nb = p003.per_run(runs)
         results[label] = {
-            m: {"paper": p003.midpoint(label, m), "ns2": mean(r[m] for r in ns2), "netbraid": float(nb[m].mean())}
+            m: {"paper": p003.midpoint(label, m), "ns2": mean(r[m] for r in ns2), "netbraid": float(nb[m].mean()),
+                "ns2_runs": [r[m] for r in ns2]}
             for m in METRICS}
         results[label]["wall_s"] = {"ns2": t1 - t0, "netbraid": t2 - t1}
         print(f"{label}: ns-2 {t1 - t0:.0f} s, netbraid {t2 - t1:.1f} s", file=sys.stderr, flush=True)

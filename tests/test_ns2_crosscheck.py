@@ -26,12 +26,14 @@ pytestmark = [pytest.mark.ns2,
 MEASURE_S = 60.0
 #: relative tolerance per metric: TCP rates are steady (the paths are
 #: saturated); losses and the six bursty UDP sources vary more between seeds
-#: (measured: within 0.2 %, 0.2 %, 1 %, 4.1 % and 3 %; with ns-2.35's
-#: minrto_ in netbraid alone, {20,7,3} is off by 7 %, 10 %, 3 %, 53 %, 47 %)
-TOLERANCE = {"tcp_thr": 0.02, "tcp_good": 0.03, "udp_thr": 0.06, "tcp_loss": 0.10, "udp_loss": 0.15}
+#: Measured: within 0.2 %, 0.3 %, 0.7 %, 4.3 % and 4.3 %. Each case fails
+#: when netbraid departs from ns-2: with ns-2.35's minrto_ {20,7,3} is off
+#: by 7 %, 11 %, 3 %, 54 %, 46 %; with RFC sender rules instead of ns-2's,
+#: {15,10,5} goodput by 3.1 % and losses by −10 % and −14 %.
+TOLERANCE = {"tcp_thr": 0.02, "tcp_good": 0.02, "udp_thr": 0.05, "tcp_loss": 0.08, "udp_loss": 0.10}
 
 
-@pytest.mark.parametrize("label,rates", [("d=2", [10, 10]), ("20,7,3", [20, 7, 3])])
+@pytest.mark.parametrize("label,rates", [("d=1", [10]), ("15,10,5", [15, 10, 5]), ("20,7,3", [20, 7, 3])])
 def test_netbraid_matches_ns2_on_the_papers_scenario(label, rates):
     ns2 = runner.run(rates, [1, 2, 3], MEASURE_S, runner.NS2_27)
     runs, _ = execute(make_plan(p003.scenario(rates, measure_s=MEASURE_S, tcp=p003.NS2_TCP), reps=6, seed=1),

@@ -32,11 +32,17 @@ foreach r $rates {
     $ns duplex-link $r1 $mid ${r}Mb 5ms DropTail
     $ns duplex-link $mid $r2 ${r}Mb 5ms DropTail
 }
-for {set i 0} {$i < 10 * $d} {incr i} {
+# a source node on Router1 and its destination node on Router2
+proc endpoints {} {
+    global ns r1 r2
     set s [$ns node]
     set t [$ns node]
     $ns duplex-link $s $r1 100Mb 2ms DropTail
     $ns duplex-link $r2 $t 100Mb 2ms DropTail
+    return [list $s $t]
+}
+for {set i 0} {$i < 10 * $d} {incr i} {
+    lassign [endpoints] s t
     set tcp [new Agent/TCP]
     $tcp set fid_ [expr $i + 1]
     $tcp set window_ 20
@@ -50,10 +56,7 @@ for {set i 0} {$i < 10 * $d} {incr i} {
     $ns at 0.0 "$ftp start"
 }
 for {set i 0} {$i < 2 * $d} {incr i} {
-    set s [$ns node]
-    set t [$ns node]
-    $ns duplex-link $s $r1 100Mb 2ms DropTail
-    $ns duplex-link $r2 $t 100Mb 2ms DropTail
+    lassign [endpoints] s t
     set udp [new Agent/UDP]
     $udp set fid_ [expr 1000 + $i]
     set sink [new Agent/Null]

@@ -40,6 +40,7 @@ TCP_DEFAULTS: dict[str, Any] = {
     "max_sack_blocks": 4,
     "log_congestion": False,
     "ecn": False,
+    "semantics": "rfc",
 }
 CBR_DEFAULT_PACKET = 1000
 ONOFF_DEFAULT_PACKET = 210  # ns-2 Application/Traffic/Exponential packetSize_

@@ -223,6 +223,10 @@ class TcpOptions(Strict):
     max_sack_blocks: Optional[Annotated[int, Field(ge=1, le=4, strict=True)]] = None
     log_congestion: Optional[Flag] = None
     ecn: Optional[Flag] = None
+    #: "rfc" (default), or "ns2" for ns-2's Agent/TCP where it departs from
+    #: the RFCs (limited transmit, ssthresh rounding, dupack counting; see
+    #: docs/scenario.md) — for reproducing ns-2 studies, sim only.
+    semantics: Optional[Literal["rfc", "ns2"]] = None
 
 
 TCP_FIELDS = tuple(TcpOptions.model_fields)

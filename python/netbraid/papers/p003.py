@@ -72,9 +72,12 @@ MSS, TCP_HEADER = 1000, 40
 #: while the paper was written (Jan 2004 – Feb 2005; ns-2.28 came out on
 #: 2005-02-03). Two defaults differ from ns-2.35's: `minrto_` was 1 s until
 #: 2004-10-14 (0.2 s from ns-2.28) and `rtxcur_init_` 6 s until 2006-01-21.
+#: The sender follows ns-2's rules where they depart from the RFCs
+#: (`semantics = "ns2"`), and starts with ssthresh_ = window_.
 NS2_TCP: dict[str, Any] = dict(
-    cc="reno", recovery="tahoe", mss=MSS, header_bytes=TCP_HEADER, window=f"{20 * MSS}B",
-    delayed_ack=False, initial_window=2, limited_transmit=True, rto_min="1s", rto_initial="6s")
+    cc="reno", recovery="tahoe", semantics="ns2", mss=MSS, header_bytes=TCP_HEADER, window=f"{20 * MSS}B",
+    initial_ssthresh=f"{20 * MSS}B", delayed_ack=False, initial_window=2, limited_transmit=True,
+    rto_min="1s", rto_initial="6s")
 #: The same with ns-2.35's defaults (`--tcp rto_min=200ms --tcp rto_initial=3s`).
 NS2_35_TCP: dict[str, Any] = dict(NS2_TCP, rto_min="200ms", rto_initial="3s")
 

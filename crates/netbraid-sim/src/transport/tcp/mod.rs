@@ -41,6 +41,24 @@ pub enum Recovery {
     Sack,
 }
 
+/// Whose rules the sender follows where implementations differ.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Semantics {
+    /// The RFCs (5681, 3042, 6298).
+    #[default]
+    Rfc,
+    /// ns-2's one-way `Agent/TCP`, for reproducing ns-2 studies. Where it
+    /// departs from the RFCs: limited transmit sends the segment at snd_nxt
+    /// even when it is a resend after go-back-N (`singledup_`); fast
+    /// retransmit and timeouts leave the duplicate-ACK count alone; ssthresh
+    /// is half of min(cwnd, window) in whole segments (at least 2) at every
+    /// fast retransmit and every timeout, even a repeated one; a fast
+    /// retransmit restarts the retransmission timer; cwnd grows on every
+    /// new ACK, window-limited or not.
+    Ns2,
+}
+
 /// Everything configurable about one TCP connection (both ends).
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -80,6 +98,8 @@ pub struct TcpConfig {
     /// ECN (RFC 3168): data is ECN-capable; the receiver echoes CE marks.
     #[serde(default)]
     pub ecn: bool,
+    #[serde(default)]
+    pub semantics: Semantics,
 }
 
 impl Default for TcpConfig {
@@ -107,6 +127,7 @@ impl Default for TcpConfig {
             max_sack_blocks: 4,
             log_congestion: false,
             ecn: false,
+            semantics: Semantics::Rfc,
         }
     }
 }

@@ -5,7 +5,7 @@
 //! every segment starts at a multiple of the MSS, so "the segment at seq" is
 //! well defined for retransmission and SACK bookkeeping.
 
-use super::{RangeSet, Recovery, RttEstimator, TcpConfig};
+use super::{RangeSet, Recovery, RttEstimator, Semantics, TcpConfig};
 use crate::cc::{new_controller, AckEvent, CcConfig, CongestionControl};
 use crate::engine::time::as_secs_f64;
 use crate::engine::Time;
@@ -266,6 +266,9 @@ impl TcpSender {
             let duplicate = self.cfg.recovery != Recovery::Sack || newly_sacked > 0;
             if duplicate {
                 self.dupacks += 1;
+                if self.ns2() && self.cfg.limited_transmit && !self.in_recovery && self.dupacks < self.cfg.dupthresh {
+                    self.ns2_send_one(now, out);
+                }
                 if self.in_recovery {
                     if self.cfg.recovery != Recovery::Sack {
                         self.inflation += self.mss as i64;
@@ -322,7 +325,9 @@ impl TcpSender {
             }
         } else {
             let cwnd = self.cc.window();
-            let cwnd_limited = if cwnd < self.cc.ssthresh() {
+            let cwnd_limited = if self.ns2() {
+                true
+            } else if cwnd < self.cc.ssthresh() {
                 2 * flight_before >= cwnd
             } else {
                 flight_before + self.mss >= cwnd
@@ -353,8 +358,12 @@ impl TcpSender {
         }
         let cwnd_before = self.cwnd();
         let flight = self.snd_max - self.snd_una;
-        let first = self.last_timeout_una != Some(self.snd_una);
-        self.cc.on_timeout(now, flight, first);
+        if self.ns2() {
+            self.cc.on_timeout(now, self.ns2_flight(), true);
+        } else {
+            let first = self.last_timeout_una != Some(self.snd_una);
+            self.cc.on_timeout(now, flight, first);
+        }
         self.last_timeout_una = Some(self.snd_una);
         self.rtt.back_off();
         self.stats.timeouts += 1;
@@ -363,7 +372,9 @@ impl TcpSender {
         self.recover = Some(self.snd_max);
         self.in_recovery = false;
         self.inflation = 0;
-        self.dupacks = 0;
+        if !self.ns2() {
+            self.dupacks = 0;
+        }
         self.partial_acks = 0;
         self.timed = None;
         // Go-back-N from snd_una; send_available skips SACKed segments.
@@ -394,11 +405,19 @@ impl TcpSender {
             // Fast retransmit only: the window closes to one segment and the
             // sender goes back to snd_una in slow start (no RTO backoff).
             let cwnd_before = self.cwnd();
-            let flight = self.snd_max - self.snd_una - self.limited_transmit_bytes;
+            let flight = if self.ns2() {
+                self.ns2_flight()
+            } else {
+                self.snd_max - self.snd_una - self.limited_transmit_bytes
+            };
             self.cc.on_timeout(now, flight, true);
             self.recover = Some(self.snd_max);
             self.stats.fast_retransmits += 1;
-            self.dupacks = 0;
+            if self.ns2() {
+                self.rto_deadline = Some(now + self.rtt.rto());
+            } else {
+                self.dupacks = 0;
+            }
             self.timed = None;
             self.snd_nxt = self.snd_una;
             self.send_available(now, out);
@@ -558,7 +577,9 @@ impl TcpSender {
         // Window-based sending (Reno/NewReno, and SACK outside recovery).
         // Limited transmit (RFC 3042): one extra new segment on each of the
         // first two dupacks.
-        let extra = if self.cfg.limited_transmit && !self.in_recovery && self.dupacks < self.cfg.dupthresh {
+        let extra = if self.cfg.limited_transmit && !self.ns2() && !self.in_recovery
+            && self.dupacks < self.cfg.dupthresh
+        {
             self.dupacks.min(2) as u64 * self.mss
         } else {
             0
@@ -585,6 +606,35 @@ impl TcpSender {
                 if beyond_window {
                     self.limited_transmit_bytes += len;
                 }
+                self.send_new(now, out);
+            }
+        }
+    }
+
+    fn ns2(&self) -> bool {
+        self.cfg.semantics == Semantics::Ns2
+    }
+
+    /// ns-2 halves min(cwnd, window) in whole segments, not the flight; as
+    /// the controllers halve the flight they are given, pass twice that.
+    fn ns2_flight(&self) -> u64 {
+        let segments = self.cc.window().min(self.rwnd) / self.mss;
+        2 * (segments / 2) * self.mss
+    }
+
+    /// ns-2's limited transmit (`send_one`): on each of the first dupacks,
+    /// the segment at snd_nxt — new data, or a resend while going back N —
+    /// if it fits in cwnd + one segment per dupack and in the window.
+    fn ns2_send_one(&mut self, now: Time, out: &mut Vec<Transmit>) {
+        let limit = self.snd_una + self.cc.window() + self.dupacks as u64 * self.mss;
+        if self.snd_nxt < self.snd_max {
+            let len = self.segment_len(self.snd_nxt);
+            if self.snd_nxt + len <= limit.min(self.snd_una + self.rwnd) {
+                self.retransmit(now, self.snd_nxt, out);
+                self.snd_nxt += len;
+            }
+        } else if let Some(len) = self.new_segment_len() {
+            if self.snd_max + len <= limit.min(self.snd_una + self.rwnd) {
                 self.send_new(now, out);
             }
         }

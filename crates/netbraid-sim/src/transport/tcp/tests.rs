@@ -220,3 +220,72 @@ fn tahoe_fast_retransmit_restarts_slow_start() {
     assert!(!s.in_recovery());
     assert_eq!(s.rto(), SECOND, "no backoff on a fast retransmit");
 }
+
+fn tahoe_with(semantics: Semantics) -> TcpSender {
+    TcpSender::new(TcpConfig {
+        mss: MSS as u32,
+        initial_window: 3,
+        recovery: Recovery::Tahoe,
+        semantics,
+        ..TcpConfig::default()
+    })
+}
+
+/// ns-2's Agent/TCP (`semantics = "ns2"`): limited transmit (`singledup_`)
+/// sends one segment per early dupack within cwnd + dupacks; ssthresh is
+/// half of cwnd in whole segments (RFC 5681 would halve the flight, 3.5
+/// segments here); later dupacks of the same episode send nothing; and
+/// after go-back-N the limited-transmit segment is a resend.
+#[test]
+fn ns2_limited_transmit_and_fast_retransmit() {
+    let mut s = tahoe_with(Semantics::Ns2);
+    let mut out = Vec::new();
+    let (t, flight) = grow_window(&mut s, &mut out); // cwnd 7, snd_una 4, snd_max 11 segments
+    assert_eq!((flight, s.cwnd()), (7 * MSS, 7 * MSS));
+    ack(&mut s, t, 4 * MSS, &mut out);
+    ack(&mut s, t, 4 * MSS, &mut out);
+    assert_eq!(seqs(&out), vec![11 * MSS, 12 * MSS], "one new segment per dupack");
+    out.clear();
+    ack(&mut s, t, 4 * MSS, &mut out);
+    assert_eq!(seqs(&out), vec![4 * MSS]);
+    assert_eq!((s.cwnd(), s.ssthresh()), (MSS, 3 * MSS), "floor(floor(7) / 2) segments");
+    out.clear();
+    ack(&mut s, t, 4 * MSS, &mut out);
+    assert!(out.is_empty(), "the fourth dupack neither retransmits nor sends");
+
+    // A new ACK: slow start from one segment, going back N from snd_una.
+    ack(&mut s, t + MILLISECOND, 6 * MSS, &mut out);
+    assert_eq!(seqs(&out), vec![6 * MSS, 7 * MSS]);
+    out.clear();
+    ack(&mut s, t + 2 * MILLISECOND, 6 * MSS, &mut out);
+    assert_eq!(seqs(&out), vec![8 * MSS], "limited transmit resends the segment at snd_nxt");
+}
+
+/// The same dupacks under the RFCs: limited transmit sends only new data,
+/// so after go-back-N an early dupack sends nothing.
+#[test]
+fn rfc_limited_transmit_sends_only_new_data() {
+    let mut s = tahoe_with(Semantics::Rfc);
+    let mut out = Vec::new();
+    let (t, _) = grow_window(&mut s, &mut out);
+    for _ in 0..3 {
+        ack(&mut s, t, 4 * MSS, &mut out);
+    }
+    ack(&mut s, t + MILLISECOND, 6 * MSS, &mut out);
+    out.clear();
+    ack(&mut s, t + 2 * MILLISECOND, 6 * MSS, &mut out);
+    assert!(out.is_empty(), "{:?}", seqs(&out));
+}
+
+/// ns-2 halves cwnd at every timeout, even a repeated one (RFC 5681 holds
+/// ssthresh then: `ssthresh_only_on_first_timeout`).
+#[test]
+fn ns2_every_timeout_halves_cwnd() {
+    let mut s = tahoe_with(Semantics::Ns2);
+    let mut out = Vec::new();
+    let _ = grow_window(&mut s, &mut out); // cwnd 7
+    s.on_timer(s.poll_at().unwrap(), &mut out);
+    assert_eq!((s.cwnd(), s.ssthresh()), (MSS, 3 * MSS));
+    s.on_timer(s.poll_at().unwrap(), &mut out);
+    assert_eq!((s.cwnd(), s.ssthresh()), (MSS, 2 * MSS), "max(floor(1 / 2), 2) segments");
+}
