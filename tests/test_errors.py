@@ -89,6 +89,8 @@ MISTAKES = {
     "boolean as a number": (GOOD + 'mss = true\n', ["flows[0].mss", "integer"]),
     "rich markup in a value": (GOOD.replace('rate = "10Mbps"', 'rate = "[/red]"', 1), ["links[0].rate", "[/red]"]),
     "routing loop": (GOOD + '\n[[routes]]\nnode = "r"\nto = "b"\nvia = "a"\n', ["no route onward from 'a'"]),
+    "unknown semantics": (GOOD + 'semantics = "bsd"\n', ["flows[0].semantics", "'bsd'", "'rfc' or 'ns2'"]),
+    "ns2 semantics beyond tahoe": (GOOD + 'semantics = "ns2"\n', ["tcp.semantics", "recovery = \"tahoe\"", "got recovery = \"sack\""]),
 }
 
 
@@ -161,3 +163,20 @@ def test_python_api_raises_scenario_error():
         nb.simulate(5)
     with pytest.raises(nb.ScenarioError, match="seed"):
         nb.resolve(nb.load_scenario(Path(__file__).parent.parent / "examples" / "dumbbell.toml"), seed=-1)
+
+
+@pytest.mark.parametrize("override,words", [
+    ("semantics=foo", ["--tcp", "semantics", "'foo'", "'rfc' or 'ns2'"]),
+    ("recovery=sack", ["tcp.semantics", "recovery = \"tahoe\""]),
+    ("rto_min=abc", ["--tcp", "rto_min", "'abc'"]),
+    ("bogus=1", ["unknown TCP setting 'bogus'", "allowed:"]),
+])
+def test_paper_tcp_override_mistakes(tmp_path, override, words):
+    out = tmp_path / "out"
+    r = netbraid("paper", "003", "--quick", "-q", "--out", str(out), "--tcp", override)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr
+    assert not out.exists(), "nothing is written for a command that cannot run"
+    message = " ".join(r.stderr.split())
+    for w in words:
+        assert w in message, f"{w!r} not in: {message}"

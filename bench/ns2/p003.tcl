@@ -20,7 +20,7 @@ Node set multiPath_ 1
 set ns [new Simulator]
 $ns rtproto DV
 set here [file dirname [info script]]
-set trace [open "| awk -v m=$measure -f $here/flows.awk > $out" w]
+set trace [open "|[list awk -v m=$measure -f [file join $here flows.awk] > $out]" w]
 $ns trace-all $trace
 Queue set limit_ 50
 

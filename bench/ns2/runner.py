@@ -37,8 +37,10 @@ def run_once(rates_mbps: list[float], seed: int, measure_s: float, settings: str
     """One ns-2 run: the paper's metrics averaged over the flows of each group."""
     with tempfile.TemporaryDirectory(prefix="nb-ns2-") as tmp:
         out = Path(tmp) / "flows.txt"
-        subprocess.run(["ns", str(HERE / "p003.tcl"), str(seed), f"{measure_s:g}", str(out), settings,
-                        *(f"{r:g}" for r in rates_mbps)], check=True, capture_output=True, text=True)
+        done = subprocess.run(["ns", str(HERE / "p003.tcl"), str(seed), f"{measure_s:g}", str(out), settings,
+                               *(f"{r:g}" for r in rates_mbps)], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"ns-2 failed (exit {done.returncode}): {done.stderr.strip()[-2000:]}")
         rows = [line.split() for line in out.read_text().splitlines()]
     tcp = [list(map(int, r[2:])) for r in rows if r[1] == "tcp"]
     udp = [list(map(int, r[2:])) for r in rows if r[1] == "udp"]

@@ -324,6 +324,7 @@ def paper(
             if key not in TCP_FIELDS:
                 raise ScenarioError(f"--tcp {item!r}: unknown TCP setting '{key}' (allowed: {', '.join(TCP_FIELDS)})")
             overrides[key] = parse_value(raw)
+        module.check(overrides or None)
     except ScenarioError as e:
         fail(e)
         return

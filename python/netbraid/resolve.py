@@ -114,6 +114,11 @@ def tcp_config(defaults: TcpOptions, flow: TcpOptions | None = None) -> dict[str
                 f"tcp.{buf} ({cfg[buf]} B, from window or {buf}) is smaller than one segment (mss {cfg['mss']} B); "
                 f"a sender could never send: allowed is at least the mss"
             )
+    if cfg["semantics"] == "ns2" and cfg["recovery"] != "tahoe":
+        raise ScenarioError(
+            f"tcp.semantics: \"ns2\" follows ns-2's Agent/TCP, which is Tahoe, and needs recovery = \"tahoe\" "
+            f"(got recovery = \"{cfg['recovery']}\"); allowed: semantics = \"rfc\" with any recovery"
+        )
     if cfg["rto_min"] > cfg["rto_max"]:
         raise ScenarioError(f"tcp.rto_min ({cfg['rto_min'] / 1e9} s) is larger than tcp.rto_max ({cfg['rto_max'] / 1e9} s)")
     return cfg

@@ -19,7 +19,11 @@ from typing import Any
 
 import pandas as pd
 
+from pydantic import ValidationError
+
+from ..errors import from_validation_error
 from ..experiment import execute, make_plan
+from ..resolve import resolve
 from ..schema import Measure, Scenario, TcpOptions
 from ..stats import mean_ci
 
@@ -123,6 +127,15 @@ def scenario(rates_mbps: list[float], *, measure_s: float = 180.0, tcp: dict[str
                packet_size="210B", header_bytes=0)
     s.measure = Measure(start="6s", stop=f"{6 + measure_s}s")
     return s
+
+
+def check(tcp: dict[str, Any] | None) -> None:
+    """Raise ScenarioError, naming the setting, if `tcp` overrides cannot
+    run (before any output is written)."""
+    try:
+        resolve(scenario(HOMOGENEOUS[0][1], tcp=tcp))
+    except ValidationError as e:
+        raise from_validation_error(e, "--tcp") from None
 
 
 def per_run(runs: pd.DataFrame) -> pd.DataFrame:

@@ -48,7 +48,8 @@ pub enum Semantics {
     /// The RFCs (5681, 3042, 6298).
     #[default]
     Rfc,
-    /// ns-2's one-way `Agent/TCP`, for reproducing ns-2 studies. Where it
+    /// ns-2's one-way `Agent/TCP` (Tahoe: the Python layer allows it only
+    /// with `Recovery::Tahoe`), for reproducing ns-2 studies. Where it
     /// departs from the RFCs: limited transmit sends the segment at snd_nxt
     /// even when it is a resend after go-back-N (`singledup_`); fast
     /// retransmit and timeouts leave the duplicate-ACK count alone; ssthresh

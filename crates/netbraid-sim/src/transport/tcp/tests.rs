@@ -249,6 +249,7 @@ fn ns2_limited_transmit_and_fast_retransmit() {
     ack(&mut s, t, 4 * MSS, &mut out);
     assert_eq!(seqs(&out), vec![4 * MSS]);
     assert_eq!((s.cwnd(), s.ssthresh()), (MSS, 3 * MSS), "floor(floor(7) / 2) segments");
+    assert_eq!(s.poll_at(), Some(t + s.rto()), "a fast retransmit restarts the timer");
     out.clear();
     ack(&mut s, t, 4 * MSS, &mut out);
     assert!(out.is_empty(), "the fourth dupack neither retransmits nor sends");
