@@ -19,12 +19,10 @@ from typing import Any
 
 import pandas as pd
 
-from pydantic import ValidationError
-
-from ..errors import from_validation_error
+from ..errors import ScenarioError
 from ..experiment import execute, make_plan
 from ..resolve import resolve
-from ..schema import Measure, Scenario, TcpOptions
+from ..schema import Measure, Scenario
 from ..stats import mean_ci
 
 TITLE = "Multipath routing with TCP and on-off UDP (ns-2, per-packet round robin)"
@@ -102,10 +100,8 @@ def scenario(rates_mbps: list[float], *, measure_s: float = 180.0, tcp: dict[str
     49 waiting beside the one on the wire; netbraid's queue limit counts
     waiting packets only, hence `queue_limit - 1`."""
     d = len(rates_mbps)
-    options = dict(NS2_TCP)
-    options.update(tcp or {})
     s = Scenario(name=f"paper-003 {','.join(f'{r:g}' for r in rates_mbps)} Mb/s", duration=f"{6 + measure_s}s",
-                 tcp=TcpOptions(**options))
+                 tcp={**NS2_TCP, **(tcp or {})})
     s.add_host("tcp_src", count=10 * d).add_host("tcp_dst", count=10 * d)
     s.add_host("udp_src", count=2 * d).add_host("udp_dst", count=2 * d)
     s.add_router("router1", multipath="round_robin").add_router("router2", multipath="round_robin")
@@ -134,8 +130,8 @@ def check(tcp: dict[str, Any] | None) -> None:
     run (before any output is written)."""
     try:
         resolve(scenario(HOMOGENEOUS[0][1], tcp=tcp))
-    except ValidationError as e:
-        raise from_validation_error(e, "--tcp") from None
+    except ScenarioError as e:
+        raise ScenarioError(f"--tcp: {e}") from None
 
 
 def per_run(runs: pd.DataFrame) -> pd.DataFrame:

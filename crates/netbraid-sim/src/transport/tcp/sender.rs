@@ -626,17 +626,15 @@ impl TcpSender {
     /// the segment at snd_nxt — new data, or a resend while going back N —
     /// if it fits in cwnd + one segment per dupack and in the window.
     fn ns2_send_one(&mut self, now: Time, out: &mut Vec<Transmit>) {
-        let limit = self.snd_una + self.cc.window() + self.dupacks as u64 * self.mss;
+        let limit = self.snd_una + (self.cc.window() + self.dupacks as u64 * self.mss).min(self.rwnd);
         if self.snd_nxt < self.snd_max {
             let len = self.segment_len(self.snd_nxt);
-            if self.snd_nxt + len <= limit.min(self.snd_una + self.rwnd) {
+            if self.snd_nxt + len <= limit {
                 self.retransmit(now, self.snd_nxt, out);
                 self.snd_nxt += len;
             }
-        } else if let Some(len) = self.new_segment_len() {
-            if self.snd_max + len <= limit.min(self.snd_una + self.rwnd) {
-                self.send_new(now, out);
-            }
+        } else if self.new_segment_len().is_some_and(|len| self.snd_max + len <= limit) {
+            self.send_new(now, out);
         }
     }
 
