@@ -90,7 +90,14 @@ MISTAKES = {
     "rich markup in a value": (GOOD.replace('rate = "10Mbps"', 'rate = "[/red]"', 1), ["links[0].rate", "[/red]"]),
     "routing loop": (GOOD + '\n[[routes]]\nnode = "r"\nto = "b"\nvia = "a"\n', ["no route onward from 'a'"]),
     "unknown semantics": (GOOD + 'semantics = "bsd"\n', ["flows[0].semantics", "'bsd'", "'rfc' or 'ns2'"]),
-    "ns2 semantics beyond tahoe": (GOOD + 'semantics = "ns2"\n', ["tcp.semantics", "recovery = \"tahoe\"", "got recovery = \"sack\""]),
+    # the message names where the setting was made: on the flow, or in [tcp]
+    "ns2 semantics beyond tahoe": (GOOD + 'semantics = "ns2"\n', ["flows[0].semantics", "recovery = \"tahoe\"", "got recovery = \"sack\""]),
+    "ns2 semantics in [tcp]": (GOOD + '\n[tcp]\nsemantics = "ns2"\n', ["tcp.semantics", "recovery = \"tahoe\"", "got recovery = \"sack\""]),
+    "window in [tcp] below the flow's segment": (GOOD + 'mss = 9000\n\n[tcp]\nwindow = "8KB"\n',
+                                                 ["flows[0].rcvbuf", "8192 B", "at least the mss", "mss 9000 B"]),
+    "window in [tcp] below one segment": (GOOD + 'cc = "cubic"\n\n[tcp]\nwindow = 100\n',
+                                          ["tcp.rcvbuf", "100 B", "at least the mss"]),
+    "header bytes below 40": (GOOD + 'header_bytes = 20\n', ["flows[0].header_bytes", "20", "40 to 120"]),
 }
 
 

@@ -186,11 +186,20 @@ def replication_summary(runs) -> dict[str, Any]:
         entry: dict[str, Any] = {"name": name, "kind": g["kind"].iloc[0], "src": g["src"].iloc[0], "dst": g["dst"].iloc[0]}
         for m in REPORTED:
             entry[m] = mean_ci(g[m].tolist())
+        if "links" in g:
+            entry["links"] = _union_links(g["links"])
         subs = subflow_rows[subflow_rows["flow"] == name]
         if len(subs):
-            entry["subflows"] = [{"name": sub, "goodput_bps": mean_ci(sg["goodput_bps"].tolist()),
-                                  "bytes": mean_ci(sg["bytes_delivered"].tolist())}
-                                 for sub, sg in subs.groupby("subflow", sort=False)]
+            entry["subflows"] = []
+            for sub, sg in subs.groupby("subflow", sort=False):
+                se: dict[str, Any] = {"name": sub}
+                for m in [*REPORTED, "share"]:
+                    if m in sg and sg[m].notna().any():
+                        se[m] = mean_ci(sg[m].dropna().tolist())
+                se["bytes"] = mean_ci(sg["bytes_delivered"].tolist())
+                if "links" in sg:
+                    se["links"] = _union_links(sg["links"])
+                entry["subflows"].append(se)
         flows.append(entry)
     per_run = runs.drop_duplicates("run_id")
     return {
@@ -200,6 +209,15 @@ def replication_summary(runs) -> dict[str, Any]:
         "events": mean_ci(per_run["events"].tolist()),
         "wall_s": mean_ci(per_run["wall_s"].tolist()),
     }
+
+
+def _union_links(column) -> list[str]:
+    """The link directions used in any replication, in order of first use."""
+    names: dict[str, None] = {}
+    for cell in column:
+        if isinstance(cell, str) and cell:
+            names.update(dict.fromkeys(cell.split(", ")))
+    return list(names)
 
 
 def _pm(c: dict[str, float], scale: float = 1.0, digits: int = 3) -> str:
@@ -219,6 +237,7 @@ def print_replications(summary: dict[str, Any], name: str) -> None:
                   _pm(f["throughput_bps"], 1e-6), _pm(f["loss_rate"], 100), _pm(f["retransmits"]),
                   _pm(f["rtt_mean_s"], 1e3))
     out_console.print(t)
+    print_links([(f["name"], f.get("links"), f["src"], f["dst"]) for f in summary["flows"][:MAX_ROWS]])
 
 
 @app.command()
@@ -373,6 +392,25 @@ def paper(
     out_console.print(f"tables, comparison.csv and plots in {out}/")
 
 
+@app.command()
+def controllers(json_out: bool = typer.Option(False, "--json", help="Print the list as JSON.")) -> None:
+    """The congestion controllers the simulator has (cc = …) and their parameters (cc_params = {…})."""
+    from .controllers import controllers as listed, describe_param
+
+    if json_out:
+        sys.stdout.write(json.dumps(listed(), indent=2) + "\n")
+        return
+    for c in listed():
+        aliases = f" (also: {', '.join(c['aliases'])})" if c["aliases"] else ""
+        out_console.print(Text.assemble((c["name"], "bold"), aliases, f" — {c['doc']}"), highlight=False)
+        if not c["params"]:
+            out_console.print("    no parameters", highlight=False)
+        for p in c["params"]:
+            out_console.print(Text(f"    {p['name']}: {p['doc']} ({describe_param(p)})"), highlight=False)
+    out_console.print(Text('In [tcp] or on a flow: cc = "cubic", cc_params = { beta = 0.5 } (sim only; '
+                           "on --backend emu, cc is what the kernel offers)."), highlight=False)
+
+
 @app.command("resolve")
 def resolve_command(
     scenario: Path = typer.Argument(..., help="Scenario file (TOML)."),
@@ -428,6 +466,51 @@ def _rate(v: float | None) -> str:
     return "–" if v is None else format_rate(v)
 
 
+def compact_links(links: list[str], src: str | None = None, dst: str | None = None) -> str:
+    """Link directions as one short line. A link used both ways is written
+    once, "a<->b" ("a<->b#2": the second of parallel links); when those form
+    one chain from `src` to `dst`, it is written as the chain, "src <-> r1 <-> dst"."""
+    have, shown, items, edges = set(links), set(), [], []
+    for name in links:
+        if name in shown:
+            continue
+        base, _, k = name.partition("#")
+        a, _, b = base.partition("->")
+        suffix = f"#{k}" if k else ""
+        back = f"{b}->{a}{suffix}"
+        if back in have and back != name:
+            items.append(f"{a}<->{b}{suffix}")
+            edges.append((a, b, suffix))
+            shown.update((name, back))
+        else:
+            items.append(name)
+            shown.add(name)
+    if src is not None and len(edges) == len(items):  # every link both ways: a chain?
+        chain, at, left = [src], src, list(edges)
+        while left:
+            step = next(((e, e[1] if e[0] == at else e[0]) for e in left if at in e[:2]), None)
+            if step is None:
+                break
+            left.remove(step[0])
+            at = step[1]
+            chain.append(f"<->{step[0][2]} {at}" if step[0][2] else f"<-> {at}")
+        if not left and at == dst and len(set(chain[:1] + [c.split()[-1] for c in chain[1:]])) == len(chain):
+            return " ".join(chain)
+    return ", ".join(items)
+
+
+def print_links(named: list[tuple[str, list[str] | None, str | None, str | None]]) -> None:
+    """Under a results table: the link directions each flow's packets used
+    (name, links, source node, destination node)."""
+    named = [x for x in named if x[1]]
+    if not named:
+        return
+    width = max(len(x[0]) for x in named)
+    out_console.print("links used (data and ACKs; <->: both directions):", highlight=False)
+    for name, links, src, dst in named:
+        out_console.print(Text(f"  {name:<{width}}  {compact_links(links, src, dst)}"), highlight=False)
+
+
 def print_result(result: dict[str, Any]) -> None:
     window = result["measure_stop_s"] - result["measure_start_s"]
     on = " on real stacks (emu)" if result.get("backend") == "emu" else ""
@@ -445,11 +528,19 @@ def print_result(result: dict[str, Any]) -> None:
             _fmt(f.get("rtt_mean_s"), 1e3), _fmt(f.get("cwnd_mean_bytes"), 1 / 1024),
         )
         for sub in f.get("subflows") or []:
-            t.add_row(f"  └ {sub['name']}", "subflow", "", "", _rate(sub.get("goodput_bps")),
-                      f"share {100 * sub['share']:.1f} %" if sub.get("share") is not None else "", "", "", "", "")
+            addrs = f"{sub['src_addr']} → {sub['dst_addr']}" if sub.get("src_addr") and sub.get("dst_addr") else ""
+            share = f"share {100 * sub['share']:.1f} %" if sub.get("share") is not None else ""
+            t.add_row(f"  └ {sub['name']}", "subflow", addrs,
+                      _rate(sub.get("throughput_bps")), _rate(sub.get("goodput_bps")),
+                      _fmt(sub["loss_rate"], 100) if sub.get("loss_rate") is not None else share,  # emu: no loss count
+                      str(sub.get("retransmits", "–")), str(sub.get("timeouts", "–")),
+                      _fmt(sub.get("rtt_mean_s"), 1e3), _fmt(sub.get("cwnd_mean_bytes"), 1 / 1024))
     out_console.print(t)
     if len(result["flows"]) > MAX_ROWS:
         out_console.print(f"… and {len(result['flows']) - MAX_ROWS} more flows (all of them: --json or --out)")
+    print_links([(f["name"], f.get("links"), f["src"], f["dst"]) for f in result["flows"][:MAX_ROWS]]
+                + [(s["name"], s.get("links"), f["src"], f["dst"])
+                   for f in result["flows"][:MAX_ROWS] for s in f.get("subflows") or []])
     busy = [l for l in result["links"] if l["queue_drops"] or l["loss_drops"] or (l["utilisation"] or 0) >= 0.5]
     if busy:
         lt = Table(title="busy or lossy link directions")

@@ -83,6 +83,20 @@ def point_summary(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def flow_links(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame | None:
+    """Per point × flow, the link directions the flow used ("a->b, b->a, …";
+    several sets joined by " | " when replications differ, as ECMP may make
+    them); None for results without links (emu, or made before they existed)."""
+    if "links" not in runs or not runs["links"].notna().any():
+        return None
+
+    def joined(values: pd.Series) -> str:
+        return " | ".join(dict.fromkeys(v for v in values if isinstance(v, str) and v))
+
+    keys = axes + ["flow"]
+    return runs.groupby(keys, sort=False, dropna=False)["links"].agg(joined).reset_index()
+
+
 # ---- axis values as numbers ---------------------------------------------------------
 
 
@@ -247,7 +261,7 @@ def series_plots(series: pd.DataFrame, runs: pd.DataFrame, axes: list[str], out:
 # ---- the report -------------------------------------------------------------------
 
 
-def load_results(directory: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+def load_results(directory: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any], pd.DataFrame]:
     """Runs table, series table and manifest of a results directory (rebuilt
     from the journal if the sweep was interrupted before the tables were written)."""
     if not directory.is_dir():
@@ -257,22 +271,30 @@ def load_results(directory: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str,
         runs, series = tables_from_records(Journal(directory).read().values(), directory / SERIES_PARTS)
     elif (directory / "runs.parquet").exists():
         runs = pd.read_parquet(directory / "runs.parquet")
-        if "subflow" in runs:
-            runs = runs[runs["subflow"].isna()]  # the report is per flow
         series = pd.read_parquet(directory / "series.parquet") if (directory / "series.parquet").exists() else pd.DataFrame()
     else:
         raise ExperimentError(f"{directory} holds no results (no {JOURNAL} or runs.parquet); make them with netbraid sweep or run --reps --out")
+    # flow rows and subflow rows apart: summed together they would count a
+    # flow's bytes twice
+    subflows = runs[runs["subflow"].notna()] if "subflow" in runs else runs.iloc[0:0]
+    if "subflow" in runs:
+        runs = runs[runs["subflow"].isna()]
+    if "subflow" in series:
+        series = series[series["subflow"].isna()]
     if runs.empty:
         raise ExperimentError(f"{directory} holds no finished runs yet")
-    return runs, series, manifest
+    return runs, series, manifest, subflows
 
 
 def make_report(directory: Path) -> Path:
-    runs, series, manifest = load_results(directory)
+    runs, series, manifest, subflows = load_results(directory)
     axes = [a for a in manifest.get("axes", []) if a in runs.columns]
     out = directory / "report"
     out.mkdir(exist_ok=True)
     flow_table = summarize(runs, axes + ["flow"], list(FLOW_METRICS))
+    links = flow_links(runs, axes)
+    if links is not None:
+        flow_table = flow_table.merge(links, on=axes + ["flow"], how="left")
     flow_table.to_csv(out / "summary_flows.csv", index=False)
     points = point_summary(runs, axes)
     points.to_csv(out / "summary_points.csv", index=False)
@@ -282,17 +304,52 @@ def make_report(directory: Path) -> Path:
             _fmt_ci({"mean": r[f"{m}_mean"], "ci95_low": r[f"{m}_ci95_low"], "ci95_high": r[f"{m}_ci95_high"], "n": r["n"]}, scale)
             for _, r in flow_table.iterrows()
         ]
+    if links is not None:
+        readable["links"] = flow_table["links"].fillna("").tolist()
     md = ["# netbraid report", "", f"Results: `{directory}` — {runs['run_id'].nunique()} runs"]
     if axes:
         md.append(f"swept: {', '.join(axes)}")
     if identical_replications(runs, axes):
         md += ["", f"**{IDENTICAL_NOTE}**"]
+    sub_readable = subflow_table(subflows, axes, out)
     md += ["", "## Per point (mean ± 95 % interval over replications)", "", markdown_table(points),
            "## Per flow", "", markdown_table(readable)]
+    if sub_readable is not None:
+        md += ["## Per subflow (path)", "", markdown_table(sub_readable)]
     (out / "summary.md").write_text("\n".join(md))
     images = sweep_plots(runs, axes, out) + cdf_plot(runs, axes, out) + series_plots(series, runs, axes, out)
-    (out / "report.html").write_text(_html(directory, runs, axes, points, readable, [p for p in images if p.suffix == ".png"]))
+    (out / "report.html").write_text(
+        _html(directory, runs, axes, points, readable, [p for p in images if p.suffix == ".png"], sub_readable))
     return out
+
+
+# A subflow's own metrics (its share of the flow's goodput beside them).
+SUBFLOW_METRICS = {
+    "goodput_bps": ("goodput (Mb/s)", 1e-6),
+    "throughput_bps": ("throughput (Mb/s)", 1e-6),
+    "share": ("share (%)", 100.0),
+    "loss_rate": ("loss (%)", 100.0),
+    "retransmits": ("retransmissions", 1.0),
+    "rtt_mean_s": ("mean RTT (ms)", 1e3),
+}
+
+
+def subflow_table(subflows: pd.DataFrame, axes: list[str], out: Path) -> pd.DataFrame | None:
+    """Per point × flow × subflow, mean ± 95 % interval of each metric the
+    subflows have (summary_subflows.csv); None when no flow has subflows."""
+    if subflows.empty:
+        return None
+    metrics = [m for m in SUBFLOW_METRICS if m in subflows and subflows[m].notna().any()]
+    table = summarize(subflows, axes + ["flow", "subflow"], metrics)
+    table.to_csv(out / "summary_subflows.csv", index=False)
+    readable = table[axes + ["flow", "subflow", "n"]].copy()
+    for m in metrics:
+        label, scale = SUBFLOW_METRICS[m]
+        readable[label] = [
+            _fmt_ci({"mean": r[f"{m}_mean"], "ci95_low": r[f"{m}_ci95_low"], "ci95_high": r[f"{m}_ci95_high"], "n": r["n"]}, scale)
+            for _, r in table.iterrows()
+        ]
+    return readable
 
 
 def _html_table(df: pd.DataFrame) -> str:
@@ -302,7 +359,7 @@ def _html_table(df: pd.DataFrame) -> str:
 
 
 def _html(directory: Path, runs: pd.DataFrame, axes: list[str], points: pd.DataFrame, flows: pd.DataFrame,
-          images: list[Path]) -> str:
+          images: list[Path], subflows: pd.DataFrame | None = None) -> str:
     figs = "".join(
         f'<figure><img alt="{html.escape(p.stem)}" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}">'
         f"<figcaption>{html.escape(p.stem.replace('_', ' '))}</figcaption></figure>"
@@ -323,6 +380,7 @@ figcaption {{ text-align: center; font-size: 0.85em; color: #555; }}
 Intervals are 95 % Student-t intervals over replications.</p>
 <h2>Per point</h2>{_html_table(points)}
 <h2>Per flow</h2>{_html_table(flows)}
+{'<h2>Per subflow (path)</h2>' + _html_table(subflows) if subflows is not None else ''}
 <h2>Plots</h2>{figs}
 </body></html>
 """

@@ -9,8 +9,11 @@ the number ``to_iface`` / ``from_iface`` take.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from . import _sim
+from .controllers import canonical
 from .errors import ScenarioError
 from .schema import TCP_FIELDS, Direction, Flow, Link, Scenario, TcpOptions
 
@@ -20,6 +23,7 @@ SECOND = 1_000_000_000
 # Built-in TCP defaults (RFC values; see docs/scenario.md for the reasons).
 TCP_DEFAULTS: dict[str, Any] = {
     "cc": "reno",
+    "cc_params": {},  # the controller's defaults
     "recovery": "sack",
     "mss": 1460,
     "header_bytes": 40,
@@ -41,6 +45,7 @@ TCP_DEFAULTS: dict[str, Any] = {
     "log_congestion": False,
     "ecn": False,
     "semantics": "rfc",
+    "nodelay": False,
 }
 CBR_DEFAULT_PACKET = 1000
 ONOFF_DEFAULT_PACKET = 210  # ns-2 Application/Traffic/Exponential packetSize_
@@ -86,51 +91,78 @@ def _direction(link: Link, over: Direction | None) -> dict[str, Any]:
 
 
 def tcp_config(defaults: TcpOptions, flow: TcpOptions | None = None) -> dict[str, Any]:
-    """Merge built-in defaults ← scenario [tcp] ← the flow's own settings."""
-    cfg = dict(TCP_DEFAULTS)
+    """Merge built-in defaults ← scenario [tcp] ← the flow's own settings.
+    Only merges: the rules a configuration must meet are the simulator's
+    (`check_tcp`). `cc_params` merge key by key, and go with the controller
+    they were given for: a layer that picks another controller starts
+    without the parameters of the one before."""
+    cfg = dict(TCP_DEFAULTS, cc_params={})
     for layer in (defaults, flow):
         if layer is None:
             continue
-        for f in TCP_FIELDS:
+        for f in TCP_FIELDS:  # cc comes before cc_params
             v = getattr(layer, f)
             if v is None:
                 continue
             if f == "window":  # iperf -w: both socket buffers
                 cfg["rcvbuf"] = cfg["sndbuf"] = v
+            elif f == "cc":
+                if canonical(v) != canonical(cfg["cc"]):
+                    cfg["cc_params"] = {}
+                cfg["cc"] = v
+            elif f == "cc_params":
+                cfg["cc_params"] = {**cfg["cc_params"], **v}
             else:
                 cfg[f] = v
     if cfg["initial_window"] is None:
         cfg["initial_window"] = rfc5681_initial_window(cfg["mss"])
-    cfg["cc"] = "reno" if cfg["cc"] == "newreno" else cfg["cc"]
-    if cfg["header_bytes"] < 40:
-        raise ScenarioError(f"tcp.header_bytes: {cfg['header_bytes']} is too small (allowed: 40 to 120; IPv4 20 + TCP 20 at least)")
-    if cfg["rto_min"] <= 0 or cfg["rto_initial"] <= 0:
-        raise ScenarioError("tcp.rto_min and tcp.rto_initial: must be longer than zero (e.g. \"200ms\", \"1s\")")
-    if cfg["rto_initial"] > cfg["rto_max"]:
-        raise ScenarioError(f"tcp.rto_initial ({cfg['rto_initial'] / 1e9:g} s) is larger than tcp.rto_max ({cfg['rto_max'] / 1e9:g} s)")
-    for buf in ("rcvbuf", "sndbuf"):
-        if cfg[buf] < cfg["mss"]:
-            raise ScenarioError(
-                f"tcp.{buf} ({cfg[buf]} B, from window or {buf}) is smaller than one segment (mss {cfg['mss']} B); "
-                f"a sender could never send: allowed is at least the mss"
-            )
-    if cfg["semantics"] == "ns2" and cfg["recovery"] != "tahoe":
-        raise ScenarioError(
-            f"tcp.semantics: \"ns2\" follows ns-2's Agent/TCP, which is Tahoe, and needs recovery = \"tahoe\" "
-            f"(got recovery = \"{cfg['recovery']}\"); allowed: semantics = \"rfc\" with any recovery"
-        )
-    if cfg["rto_min"] > cfg["rto_max"]:
-        raise ScenarioError(f"tcp.rto_min ({cfg['rto_min'] / 1e9} s) is larger than tcp.rto_max ({cfg['rto_max'] / 1e9} s)")
+    cfg["cc"] = canonical(cfg["cc"])  # newreno is Reno's window rule
     return cfg
 
 
-SIM_CCS = ("reno", "newreno", "cubic")
+def tcp_problem(cfg: dict[str, Any], field: str, controller: bool) -> str | None:
+    """What is wrong with a merged TCP configuration, by the simulator's
+    rules (`controller`: also its controller and parameters, for sim), with
+    names prefixed by `field` (e.g. "flows[0]."); None when it is fine."""
+    try:
+        _sim.check_tcp_json(json.dumps(cfg), field, controller)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
 BACKENDS = ("sim", "emu")
+
+
+def check_tcp(cfg: dict[str, Any], where: str, *, flow_sets_tcp: bool, scenario_tcp, controller: bool) -> None:
+    """Raise ScenarioError if a flow's merged TCP configuration breaks a rule,
+    naming the field where it was set: `tcp.` when the scenario's [tcp]
+    settings alone break it the same way (`scenario_tcp()` gives them merged
+    with the built-in defaults), else the flow (`where`, e.g. "flows[0]")."""
+    problem = tcp_problem(cfg, "", controller)
+    if problem is None:
+        return
+    blame_tcp = not flow_sets_tcp or tcp_problem(scenario_tcp(), "", controller) == problem
+    raise ScenarioError(tcp_problem(cfg, "tcp." if blame_tcp else f"{where}.", controller))
+
+
+def direction_names(node_names: list[str], links: list[dict[str, Any]]) -> list[str]:
+    """The name of every link direction, by channel (2l: a→b, 2l+1: b→a), as
+    the simulator's results give them: "from->to", and "from->to#2",
+    "#3", … for the second, third, … of parallel links."""
+    seen: dict[str, int] = {}
+    names = []
+    for lk in links:
+        for frm, to in ((lk["a"], lk["b"]), (lk["b"], lk["a"])):
+            base = f"{node_names[frm]}->{node_names[to]}"
+            seen[base] = seen.get(base, 0) + 1
+            names.append(base if seen[base] == 1 else f"{base}#{seen[base]}")
+    return names
 
 
 def explicit_tcp_fields(defaults: TcpOptions, flow: TcpOptions) -> list[str]:
     """TCP fields the user set (scenario [tcp] or the flow), not defaults."""
-    return sorted(f for f in TCP_FIELDS if getattr(defaults, f) is not None or getattr(flow, f) is not None)
+    return sorted(f for f in TCP_FIELDS if any(getattr(layer, f) not in (None, {}) for layer in (defaults, flow)))
 
 
 def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]] | None = None,
@@ -232,10 +264,14 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
             if f.kind == "mptcp" and backend == "sim":
                 raise ScenarioError(f"{where}.kind: \"mptcp\" runs on the emu backend only for now (the simulator's "
                                     "MPTCP is not built yet); use --backend emu")
-            tcp = tcp_config(s.tcp, f) if f.kind in ("tcp", "mptcp") else None
-            if tcp is not None and backend == "sim" and tcp["cc"] not in SIM_CCS:
-                raise ScenarioError(f"{where}.cc: {tcp['cc']!r} is not simulated (allowed on sim: "
-                                    f"{', '.join(SIM_CCS)}; other controllers the kernel offers run on --backend emu)")
+            if f.read_rate is not None and backend == "emu":
+                raise ScenarioError(f"{where}.read_rate: a slow reader runs on sim only for now (on emu, iperf3's "
+                                    "receiver reads as fast as data arrives); remove it or use --backend sim")
+            tcp = None
+            if f.kind in ("tcp", "mptcp"):
+                tcp = tcp_config(s.tcp, f)
+                check_tcp(tcp, where, flow_sets_tcp=any(getattr(f, x) is not None for x in TCP_FIELDS),
+                          scenario_tcp=lambda: tcp_config(s.tcp), controller=backend == "sim")
             for k, (a, b) in enumerate(expanded):
                 if a == b:
                     raise ScenarioError(f"{where}: from and to are the same node '{nodes[a]['name']}'")
@@ -254,7 +290,7 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                     "stop_ns": f.stop,
                 }
                 if f.kind in ("tcp", "mptcp"):
-                    spec.update(kind=f.kind, tcp=tcp, bytes=f.bytes)
+                    spec.update(kind=f.kind, tcp=tcp, bytes=f.bytes, read_rate_bps=f.read_rate)
                     if backend == "emu":
                         spec["explicit"] = explicit_tcp_fields(s.tcp, f)
                 elif f.kind == "cbr":
@@ -319,10 +355,7 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
 
     # captures
     pcaps = []
-    channel_names = {}
-    for l, lk in enumerate(links):
-        channel_names[f"{nodes[lk['a']]['name']}->{nodes[lk['b']]['name']}"] = 2 * l
-        channel_names[f"{nodes[lk['b']]['name']}->{nodes[lk['a']]['name']}"] = 2 * l + 1
+    channel_names = {name: ch for ch, name in enumerate(direction_names([n["name"] for n in nodes], links))}
     for direction, path in pcap or []:
         if direction not in channel_names:
             problems.append(

@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from ._sim import __version__
+from .tidy import FLOW_METRICS, SERIES_COLUMNS, links_text, series_rows
 
-FLOW_COLUMNS = [
-    "name", "kind", "src", "dst", "throughput_bps", "goodput_bps", "loss_rate", "retransmits",
-    "packets_sent", "packets_lost", "packets_received", "bytes_delivered", "timeouts",
-    "fast_retransmits", "rtt_mean_s", "rtt_min_s", "srtt_s", "cwnd_mean_bytes", "completion_time_s",
+FLOW_COLUMNS = ["name", "kind", "src", "dst", *FLOW_METRICS, "links"]
+SUBFLOW_COLUMNS = [
+    "flow", "name", "src_addr", "dst_addr", "throughput_bps", "goodput_bps", "loss_rate", "retransmits",
+    "packets_sent", "packets_lost", "timeouts", "fast_retransmits", "rtt_mean_s", "srtt_s", "cwnd_mean_bytes",
+    "cwnd_bytes", "bytes_acked", "share", "links",
 ]
 LINK_COLUMNS = ["name", "from", "to", "rate_bps", "delay_s", "tx_packets", "tx_bytes", "queue_drops", "loss_drops", "utilisation"]
 
@@ -40,15 +42,14 @@ def write_run(out: Path, result: dict[str, Any], resolved: dict[str, Any], scena
     }, indent=2))
     series = result.get("series")
     (out / "result.json").write_text(json.dumps({k: v for k, v in result.items() if k != "series"}, indent=2))
-    _write_csv(out / "flows.csv", FLOW_COLUMNS, result["flows"])
+    _write_csv(out / "flows.csv", FLOW_COLUMNS, [{**f, "links": links_text(f.get("links"))} for f in result["flows"]])
+    subflows = [{**sub, "flow": f["name"], "links": links_text(sub.get("links"))}
+                for f in result["flows"] for sub in f.get("subflows") or []]
+    if subflows:
+        _write_csv(out / "subflows.csv", SUBFLOW_COLUMNS, subflows)
     _write_csv(out / "links.csv", LINK_COLUMNS, [{**l} for l in result["links"]])
     if series:
-        rows = []
-        for fs in series["flows"]:
-            for i, t in enumerate(series["time_s"]):
-                rows.append({"time_s": t, "flow": fs["name"], "throughput_bps": fs["throughput_bps"][i],
-                             "goodput_bps": fs["goodput_bps"][i], "cwnd_bytes": fs["cwnd_bytes"][i], "srtt_s": fs["srtt_s"][i]})
-        _write_csv(out / "series_flows.csv", ["time_s", "flow", "throughput_bps", "goodput_bps", "cwnd_bytes", "srtt_s"], rows)
+        _write_csv(out / "series_flows.csv", ["time_s", "flow", "subflow", *SERIES_COLUMNS], series_rows(result, {}))
         rows = []
         for ls in series["links"]:
             for i, t in enumerate(series["time_s"]):

@@ -8,6 +8,7 @@ turns it into the flat, indexed form the simulator runs.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated, Any, Literal, Optional, Union
 
@@ -45,6 +46,28 @@ def _check_name(v: str) -> str:
 
 
 Name = Annotated[str, BeforeValidator(_check_name)]
+_CC_PARAM = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+
+
+def _check_cc_params(v: Any) -> Any:
+    """A table of numbers and flags. Which parameters a controller has, their
+    kind and range, the simulator's list of controllers says (and checks)."""
+    if not isinstance(v, dict):
+        raise ValueError(f"must be a table of parameters, e.g. {{beta = 0.5}} (got {v!r})")
+    out: dict[str, float | bool] = {}
+    for key, value in v.items():
+        if not isinstance(key, str) or not _CC_PARAM.match(key):
+            raise ValueError(f"{key!r} is not a parameter name (lower-case letters, digits and '_')")
+        if isinstance(value, bool):
+            out[key] = value
+        elif isinstance(value, (int, float)) and math.isfinite(value):
+            out[key] = float(value)
+        else:
+            raise ValueError(f"{key} = {value!r} is not allowed (a number, or true / false)")
+    return out
+
+
+CcParams = Annotated[dict[str, Union[bool, float]], BeforeValidator(_check_cc_params)]
 
 
 class Strict(BaseModel):
@@ -199,10 +222,14 @@ class TcpOptions(Strict):
     """TCP settings. At the top level (`[tcp]`) they are defaults for every
     TCP flow; on a flow they override those. Unset = built-in default."""
 
-    #: reno, newreno, cubic on sim; on emu, what the kernel offers (see
+    #: On sim, a controller the simulator has (`netbraid controllers`); on
+    #: emu, what the kernel offers (see
     #: /proc/sys/net/ipv4/tcp_available_congestion_control). Checked by
     #: the backend, which knows what it has.
     cc: Optional[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,15}$", strict=True)]] = None
+    #: The controller's parameters by name (sim only), e.g. {beta = 0.5} for
+    #: cubic: checked by the simulator against its list of controllers.
+    cc_params: Optional[CcParams] = None
     recovery: Optional[Literal["tahoe", "reno", "newreno", "sack"]] = None
     mss: Optional[Annotated[int, Field(ge=1, le=65495, strict=True)]] = None
     header_bytes: Optional[Annotated[int, Field(ge=0, le=120, strict=True)]] = None
@@ -223,6 +250,9 @@ class TcpOptions(Strict):
     max_sack_blocks: Optional[Annotated[int, Field(ge=1, le=4, strict=True)]] = None
     log_congestion: Optional[Flag] = None
     ecn: Optional[Flag] = None
+    #: TCP_NODELAY: send short segments at once instead of holding them
+    #: while data is unacknowledged (Nagle's rule).
+    nodelay: Optional[Flag] = None
     #: "rfc" (default), or "ns2" for ns-2's Agent/TCP where it departs from
     #: the RFCs (limited transmit, ssthresh rounding, dupack counting; see
     #: docs/scenario.md) — for reproducing ns-2 studies, sim only.
@@ -237,7 +267,10 @@ TCP_FIELDS = tuple(TcpOptions.model_fields)
 class Flow(TcpOptions):
     """Traffic from one host (or group) to another.
 
-    kind = "tcp": a bulk transfer (unlimited, or `bytes`), iperf-like.
+    kind = "tcp": a bulk transfer (unlimited, or `bytes`), iperf-like, to a
+    receiving application that reads as data arrives or, with `read_rate`,
+    no faster than that (a slow reader: its socket buffer fills and the
+    receive window closes; sim only).
     kind = "mptcp": the same over MPTCP, one subflow per interface of the
     source host (emu backend only, for now).
     kind = "cbr": UDP at a constant `rate` of payload, `packet_size` bytes each.
@@ -263,6 +296,7 @@ class Flow(TcpOptions):
     start_jitter: Time = 0
     stop: Optional[Time] = None
     bytes: Optional[Annotated[Size, Field(ge=1)]] = None
+    read_rate: Optional[Rate] = None
     rate: Optional[Rate] = None
     packet_size: Optional[Annotated[Size, Field(ge=1, le=65507)]] = None  # IPv4 UDP payload limit
     burst_time: Optional[Annotated[Time, Field(gt=0)]] = None
@@ -277,8 +311,9 @@ class Flow(TcpOptions):
             if self.rate is None:
                 raise ValueError(f"rate: required for a {self.kind} flow (e.g. rate = \"1Mbps\")")
             tcp_set = [f for f in TCP_FIELDS if f != "header_bytes" and getattr(self, f) is not None]
-            if tcp_set or self.bytes is not None:
-                bad = (tcp_set or ["bytes"])[0]
+            app_set = [f for f in ("bytes", "read_rate") if getattr(self, f) is not None]
+            if tcp_set or app_set:
+                bad = (tcp_set or app_set)[0]
                 raise ValueError(f"{bad}: applies only to tcp flows, not to kind = \"{self.kind}\"")
             if self.kind == "cbr":
                 for f in onoff_only:

@@ -122,7 +122,8 @@ def parse_queue(text: object) -> tuple[str, int]:
 
 
 def format_rate(bps: float) -> str:
+    shown = abs(float(f"{bps:.3g}"))  # 999.8 kb/s rounds to 1 Mb/s, not "1e+03 kb/s"
     for unit, f in (("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
-        if abs(bps) >= f:
+        if shown >= f:
             return f"{bps / f:.3g} {unit}"
     return f"{bps:.3g} b/s"

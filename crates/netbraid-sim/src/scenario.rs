@@ -107,6 +107,10 @@ pub struct FlowSpec {
     pub src_iface: Option<u32>,
     /// Destination interface; `None` = the destination's first interface.
     pub dst_iface: Option<u32>,
+    /// Several paths (for multipath kinds), each a pair of interfaces; when
+    /// empty, the one path `src_iface` → `dst_iface`.
+    #[serde(default)]
+    pub paths: Vec<PathSpec>,
     pub start_ns: u64,
     /// The start is drawn uniformly from [start, start + jitter), from the
     /// flow's own random stream (so replications differ).
@@ -117,11 +121,26 @@ pub struct FlowSpec {
     pub kind: FlowKind,
 }
 
+/// One path of a flow: the interfaces it leaves from and is addressed to
+/// (`None`: chosen as for a single-path flow).
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathSpec {
+    pub src_iface: Option<u32>,
+    pub dst_iface: Option<u32>,
+}
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum FlowKind {
-    /// Bulk TCP transfer: unlimited, or `bytes` then done.
-    Tcp { tcp: TcpConfig, bytes: Option<u64> },
+    /// Bulk TCP transfer: unlimited, or `bytes` then done, to a receiving
+    /// application that reads as data arrives or at `read_rate_bps`.
+    Tcp {
+        tcp: TcpConfig,
+        bytes: Option<u64>,
+        #[serde(default)]
+        read_rate_bps: Option<u64>,
+    },
     /// UDP constant bit rate (payload rate).
     Cbr {
         rate_bps: u64,

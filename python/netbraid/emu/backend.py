@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import ScenarioError
+from ..resolve import direction_names
 from . import platform
 from .netns import EmuError
 from .registry import RunRecord, cleanup_stale, delete_namespaces, new_run_id
@@ -215,13 +216,14 @@ def _result(resolved, flows, link_stats, times, wall, topo) -> dict[str, Any]:
     links = []
     per_link = link_stats.get("links", {})
     duration_s = resolved["duration_ns"] / 1e9
+    direction = iter(direction_names(names, resolved["links"]))
     for l, link in enumerate(resolved["links"]):
         st = per_link.get(f"l{l}", {})
         for d, a, b in (("ab", link["a"], link["b"]), ("ba", link["b"], link["a"])):
             c = st.get(d, {})
             rate = link[d]["rate_bps"]
             links.append({
-                "name": f"{names[a]}->{names[b]}", "from": names[a], "to": names[b], "rate_bps": rate,
+                "name": next(direction), "from": names[a], "to": names[b], "rate_bps": rate,
                 "delay_s": link[d]["delay_ns"] / 1e9, "tx_packets": c.get("forwarded_packets"),
                 "tx_bytes": c.get("forwarded_bytes"), "queue_drops": c.get("queue_drops"),
                 "loss_drops": c.get("loss_drops"),

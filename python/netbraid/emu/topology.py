@@ -159,6 +159,6 @@ def forwarding_table(resolved: dict[str, Any]) -> list[dict[str, Any]]:
     from .. import _sim
 
     # Routing ignores the transport; give the simulator's parser only what it knows.
-    as_sim_tcp = lambda f: {**f, "kind": "tcp", "tcp": {**f["tcp"], "cc": "reno"}}  # noqa: E731
+    as_sim_tcp = lambda f: {**f, "kind": "tcp", "tcp": {**f["tcp"], "cc": "reno", "cc_params": {}}}  # noqa: E731
     for_routing = {**resolved, "flows": [as_sim_tcp(f) if f["kind"] in ("tcp", "mptcp") else f for f in resolved["flows"]]}
     return json.loads(_sim.forwarding_json(json.dumps(for_routing)))

@@ -2,17 +2,11 @@
 //! from `start` until `stop` (sans-IO: the simulator calls `on_timer` at
 //! `poll_at`). Also the `Emitter` every datagram source is built on.
 
+use crate::endpoint::{Endpoint, Outbox, Received, Scope, Snapshot, Transmit};
 use crate::engine::time::serialisation_time;
 use crate::engine::Time;
 use crate::net::packet::{Body, UdpDatagram};
-use crate::transport::Transmit;
-
-crate::counters! {
-    pub struct CbrStats {
-        pub datagrams_sent: u64,
-        pub payload_bytes_sent: u64,
-    }
-}
+use crate::trace::counters::TransportCounters;
 
 /// What every datagram source shares: sequence numbers, counters, the stop
 /// time and the send loop. A source only says how long to wait after each
@@ -25,12 +19,12 @@ pub(crate) struct Emitter {
     next_at: Option<Time>,
     stop: Time,
     seq: u64,
-    pub(crate) stats: CbrStats,
+    pub(crate) stats: TransportCounters,
 }
 
 impl Emitter {
     pub(crate) fn new(payload: u32, header: u32, first: Time, stop: Time) -> Self {
-        Self { payload, header, next_at: Some(first), stop, seq: 0, stats: CbrStats::default() }
+        Self { payload, header, next_at: Some(first), stop, seq: 0, stats: TransportCounters::default() }
     }
 
     pub(crate) fn poll_at(&self) -> Option<Time> {
@@ -38,7 +32,7 @@ impl Emitter {
     }
 
     /// Send every datagram due by `now`; `gap` gives the wait after each.
-    pub(crate) fn run(&mut self, now: Time, out: &mut Vec<Transmit>, mut gap: impl FnMut() -> Time) {
+    pub(crate) fn run(&mut self, now: Time, out: &mut Outbox, mut gap: impl FnMut() -> Time) {
         while let Some(at) = self.next_at {
             if at > now {
                 break;
@@ -47,14 +41,10 @@ impl Emitter {
                 self.next_at = None;
                 break;
             }
-            out.push(Transmit {
-                body: Body::Udp(UdpDatagram { seq: self.seq, len: self.payload }),
-                size: self.payload + self.header,
-                ect: false,
-            });
+            out.push(Transmit::new(Body::Udp(UdpDatagram { seq: self.seq, len: self.payload }), self.payload + self.header, false));
             self.seq += 1;
-            self.stats.datagrams_sent += 1;
-            self.stats.payload_bytes_sent += self.payload as u64;
+            self.stats.packets_sent += 1;
+            self.stats.bytes_sent += self.payload as u64;
             self.next_at = Some(at.saturating_add(gap()));
         }
     }
@@ -72,23 +62,32 @@ impl CbrSource {
         Self { emitter: Emitter::new(payload, header, start, stop), interval: serialisation_time(payload, rate_bps).max(1) }
     }
 
-    pub fn poll_at(&self) -> Option<Time> {
-        self.emitter.poll_at()
-    }
-
-    pub fn stats(&self) -> &CbrStats {
+    pub fn stats(&self) -> &TransportCounters {
         &self.emitter.stats
     }
+}
 
-    pub fn on_timer(&mut self, now: Time, out: &mut Vec<Transmit>) {
+impl Endpoint for CbrSource {
+    fn kind(&self) -> &'static str {
+        "udp"
+    }
+    fn on_packet(&mut self, _now: Time, _rx: Received<'_>, _out: &mut Outbox) {}
+    fn on_timer(&mut self, now: Time, out: &mut Outbox) {
         let interval = self.interval;
         self.emitter.run(now, out, || interval);
+    }
+    fn poll_at(&self) -> Option<Time> {
+        self.emitter.poll_at()
+    }
+    fn snapshot(&mut self, _now: Time, _scope: Scope) -> Snapshot {
+        Snapshot { counters: self.emitter.stats, sender: None }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::endpoint::Endpoint;
     use crate::engine::time::SECOND;
 
     #[test]

@@ -1,8 +1,21 @@
-//! Applications: what drives the transports. Bulk transfer writes into a TCP
-//! sender (see `TcpSender::write`); sources of datagrams are here.
+//! Applications: what runs on the nodes and drives the transports. Each is
+//! an `Endpoint` the simulator drives, owning the socket(s) it writes to or
+//! reads from:
+//! - `BulkSender`: writes into a TCP sender endlessly or a byte count
+//!   (iperf's client, `-n`);
+//! - `TcpReader`: reads from a TCP receiver, at once (iperf's server) or at
+//!   a limited rate (a slow consumer: back-pressure);
+//! - `CbrSource`, `OnOffSource`: UDP datagram sources;
+//! - `UdpSink`: counts what arrives.
 
+mod bulk;
 mod cbr;
 mod onoff;
+mod reader;
+mod udp_sink;
 
-pub use cbr::{CbrSource, CbrStats};
+pub use bulk::BulkSender;
+pub use cbr::CbrSource;
 pub use onoff::{OnOffDistribution, OnOffSource};
+pub use reader::{ReadPolicy, TcpReader};
+pub use udp_sink::UdpSink;

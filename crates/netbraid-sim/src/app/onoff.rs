@@ -5,13 +5,13 @@
 //! a burst by T plus an OFF time drawn with mean idle_time. The first packet
 //! comes after T plus an OFF time, as in ns-2.
 
+use crate::endpoint::{Endpoint, Outbox, Received, Scope, Snapshot};
 use crate::engine::time::{serialisation_time, SECOND};
 use crate::engine::{RandomStream, Time};
-use crate::transport::Transmit;
+use crate::trace::counters::TransportCounters;
 use serde::Deserialize;
 
 use super::cbr::Emitter;
-use super::CbrStats;
 
 #[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
 #[serde(tag = "distribution", rename_all = "snake_case")]
@@ -58,17 +58,25 @@ impl OnOffSource {
         Self { emitter: Emitter::new(payload, header, first, stop), gaps }
     }
 
-    pub fn poll_at(&self) -> Option<Time> {
-        self.emitter.poll_at()
-    }
-
-    pub fn stats(&self) -> &CbrStats {
+    pub fn stats(&self) -> &TransportCounters {
         &self.emitter.stats
     }
+}
 
-    pub fn on_timer(&mut self, now: Time, out: &mut Vec<Transmit>) {
+impl Endpoint for OnOffSource {
+    fn kind(&self) -> &'static str {
+        "udp"
+    }
+    fn on_packet(&mut self, _now: Time, _rx: Received<'_>, _out: &mut Outbox) {}
+    fn on_timer(&mut self, now: Time, out: &mut Outbox) {
         let gaps = &mut self.gaps;
         self.emitter.run(now, out, || gaps.next_gap());
+    }
+    fn poll_at(&self) -> Option<Time> {
+        self.emitter.poll_at()
+    }
+    fn snapshot(&mut self, _now: Time, _scope: Scope) -> Snapshot {
+        Snapshot { counters: self.emitter.stats, sender: None }
     }
 }
 
@@ -113,7 +121,7 @@ mod tests {
             src.on_timer(t, &mut out);
             out.clear();
         }
-        src.stats().payload_bytes_sent as f64 * 8.0 / secs as f64
+        src.stats().bytes_sent as f64 * 8.0 / secs as f64
     }
 
     /// protocols.md §10 renewal formula: rate = E[N]·size·8 / (E[N]·T + idle),

@@ -1,16 +1,35 @@
 //! CUBIC (RFC 9438). Window growth is a cubic function of the time since the
 //! last congestion event, with a Reno-friendly lower bound (W_est).
 
-use super::{slow_start_increase, AckEvent, CcConfig, CongestionControl};
+use super::{slow_start_increase, AckEvent, CcConfig, CongestionControl, ControllerInfo, ParamInfo, ParamKind, Params};
 use crate::engine::time::as_secs_f64;
 use crate::engine::Time;
 
-/// RFC 9438 constants.
+/// RFC 9438 constants (the defaults of the parameters).
 const C: f64 = 0.4;
 const BETA: f64 = 0.7;
 
+pub(super) const INFO: ControllerInfo = ControllerInfo {
+    name: "cubic",
+    aliases: &[],
+    doc: "RFC 9438: cubic window growth in time since the last reduction, Reno-friendly floor",
+    params: &[
+        ParamInfo { name: "c", doc: "C, the cubic curve's scale (segments/s³)", kind: ParamKind::Number { default: C, min: 0.01, max: 10.0 } },
+        ParamInfo { name: "beta", doc: "β_cubic, the window kept at a reduction", kind: ParamKind::Number { default: BETA, min: 0.1, max: 0.95 } },
+        ParamInfo { name: "fast_convergence", doc: "lower W_max when a reduction comes below the last one (RFC 9438 §4.7)", kind: ParamKind::Flag { default: true } },
+        ParamInfo { name: "reno_friendly", doc: "never grow slower than the Reno estimate W_est (RFC 9438 §4.3)", kind: ParamKind::Flag { default: true } },
+    ],
+    build: |cfg, p| Box::new(Cubic::with_params(cfg, p)),
+};
+
 pub struct Cubic {
     cfg: CcConfig,
+    /// Curve scale C (segments/s³).
+    c: f64,
+    /// Multiplicative decrease β_cubic.
+    beta: f64,
+    fast_convergence: bool,
+    reno_friendly: bool,
     /// Congestion window, bytes.
     cwnd: u64,
     /// Slow-start threshold, bytes.
@@ -36,9 +55,18 @@ pub struct Cubic {
 }
 
 impl Cubic {
+    /// With RFC 9438's constants.
     pub fn new(cfg: CcConfig) -> Self {
+        Self::with_params(cfg, &super::check("", "cubic", &Default::default()).expect("defaults are valid"))
+    }
+
+    pub fn with_params(cfg: CcConfig, p: &Params) -> Self {
         let w = cfg.initial_window as f64 / cfg.mss as f64;
         Self {
+            c: p.number("c"),
+            beta: p.number("beta"),
+            fast_convergence: p.flag("fast_convergence"),
+            reno_friendly: p.flag("reno_friendly"),
             cwnd: cfg.initial_window,
             ssthresh: cfg.initial_ssthresh,
             w_max: 0.0,
@@ -54,7 +82,7 @@ impl Cubic {
     }
 
     fn w_cubic(&self, t: f64) -> f64 {
-        C * (t - self.k).powi(3) + self.w_max
+        self.c * (t - self.k).powi(3) + self.w_max
     }
 
     fn set_cwnd_segments(&mut self, w: f64) {
@@ -66,14 +94,14 @@ impl Cubic {
         let w = self.cwnd as f64 / self.cfg.mss as f64;
         self.cwnd_prior = w;
         // Fast convergence: release bandwidth sooner when the window shrank.
-        self.w_max = if w < self.w_max { w * (1.0 + BETA) / 2.0 } else { w };
-        self.ssthresh = ((flight_size as f64 * BETA) as u64).max(2 * self.cfg.mss);
+        self.w_max = if self.fast_convergence && w < self.w_max { w * (1.0 + self.beta) / 2.0 } else { w };
+        self.ssthresh = ((flight_size as f64 * self.beta) as u64).max(2 * self.cfg.mss);
         self.epoch_start = None;
     }
 }
 
 impl CongestionControl for Cubic {
-    fn on_ack(&mut self, ack: &AckEvent) {
+    fn on_ack(&mut self, ack: &AckEvent<'_>) {
         if !ack.cwnd_limited {
             self.limited_since.get_or_insert(ack.now);
             return;
@@ -97,7 +125,7 @@ impl CongestionControl for Cubic {
                 self.w_max = cwnd;
             }
             self.after_timeout = false;
-            self.k = if self.w_max > cwnd { ((self.w_max - cwnd) / C).cbrt() } else { 0.0 };
+            self.k = if self.w_max > cwnd { ((self.w_max - cwnd) / self.c).cbrt() } else { 0.0 };
             self.w_est = cwnd;
             ack.now
         });
@@ -107,9 +135,9 @@ impl CongestionControl for Cubic {
         let target = self.w_cubic(t + rtt).clamp(cwnd, 1.5 * cwnd);
         let mut next = cwnd + (target - cwnd) / cwnd * acked_segments;
         // Reno-friendly region: α = 3(1-β)/(1+β) until W_est reaches cwnd_prior.
-        let alpha = if self.w_est >= self.cwnd_prior { 1.0 } else { 3.0 * (1.0 - BETA) / (1.0 + BETA) };
+        let alpha = if self.w_est >= self.cwnd_prior { 1.0 } else { 3.0 * (1.0 - self.beta) / (1.0 + self.beta) };
         self.w_est += alpha * acked_segments / cwnd;
-        if self.w_cubic(t) < self.w_est {
+        if self.reno_friendly && self.w_cubic(t) < self.w_est {
             next = next.max(self.w_est);
         }
         self.set_cwnd_segments(next);
@@ -182,7 +210,7 @@ mod tests {
         while now < 20 * SECOND {
             now += rtt;
             for _ in 0..c.window() / MSS {
-                c.on_ack(&AckEvent { now, newly_acked: MSS, srtt: Some(rtt), cwnd_limited: true });
+                c.on_ack(&AckEvent { now, newly_acked: MSS, srtt: Some(rtt), cwnd_limited: true, ..Default::default() });
             }
             if reached.is_none() && c.window() >= 1000 * MSS {
                 reached = Some(as_secs_f64(now));
@@ -201,7 +229,7 @@ mod tests {
         c.on_timeout(0, 1000 * MSS, true); // ssthresh = 700 segments, cwnd = 1
         c.set_cwnd_segments(700.0); // as if slow start had reached ssthresh
         c.cwnd = c.ssthresh;
-        c.on_ack(&AckEvent { now: SECOND, newly_acked: MSS, srtt: Some(100 * MILLISECOND), cwnd_limited: true });
+        c.on_ack(&AckEvent { now: SECOND, newly_acked: MSS, srtt: Some(100 * MILLISECOND), cwnd_limited: true, ..Default::default() });
         assert_eq!(c.k, 0.0);
         assert!((c.w_max - 700.0).abs() < 1.0, "w_max {}", c.w_max);
     }
@@ -215,7 +243,7 @@ mod tests {
             c.on_congestion_event(0, 100 * MSS);
             let rtt = 100 * MILLISECOND;
             let ack = |c: &mut Cubic, now, limited| {
-                c.on_ack(&AckEvent { now, newly_acked: MSS, srtt: Some(rtt), cwnd_limited: limited })
+                c.on_ack(&AckEvent { now, newly_acked: MSS, srtt: Some(rtt), cwnd_limited: limited, ..Default::default() })
             };
             ack(&mut c, MILLISECOND, true); // epoch starts
             if pause {

@@ -3,8 +3,16 @@
 //! receiver halves the growth rate, as Mathis' C = 0.87 assumes), halving on
 //! loss.
 
-use super::{half_flight, slow_start_increase, AckEvent, CcConfig, CongestionControl};
+use super::{half_flight, slow_start_increase, AckEvent, CcConfig, CongestionControl, ControllerInfo};
 use crate::engine::Time;
+
+pub(super) const INFO: ControllerInfo = ControllerInfo {
+    name: "reno",
+    aliases: &["newreno"],
+    doc: "RFC 5681 AIMD: +1 MSS per RTT, halving on loss (NewReno's recovery is chosen separately)",
+    params: &[],
+    build: |cfg, _| Box::new(Reno::new(cfg)),
+};
 
 pub struct Reno {
     cfg: CcConfig,
@@ -24,7 +32,7 @@ impl Reno {
 }
 
 impl CongestionControl for Reno {
-    fn on_ack(&mut self, ack: &AckEvent) {
+    fn on_ack(&mut self, ack: &AckEvent<'_>) {
         if !ack.cwnd_limited {
             return;
         }
@@ -71,8 +79,8 @@ mod tests {
         Reno::new(CcConfig { mss: MSS, initial_window: 2 * MSS, initial_ssthresh: u64::MAX, abc_limit: 1 })
     }
 
-    fn ack(bytes: u64) -> AckEvent {
-        AckEvent { now: 0, newly_acked: bytes, srtt: None, cwnd_limited: true }
+    fn ack(bytes: u64) -> AckEvent<'static> {
+        AckEvent { now: 0, newly_acked: bytes, cwnd_limited: true, ..Default::default() }
     }
 
     #[test]

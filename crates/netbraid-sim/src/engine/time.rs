@@ -10,6 +10,15 @@ pub const NANOS_PER_SEC: u64 = 1_000_000_000;
 pub const MILLISECOND: Time = 1_000_000;
 pub const SECOND: Time = NANOS_PER_SEC;
 
+/// The earlier of two optional deadlines (an endpoint with several timers).
+#[inline]
+pub fn earliest(a: Option<Time>, b: Option<Time>) -> Option<Time> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// Seconds as a float, for reports only (never for scheduling).
 pub fn as_secs_f64(t: Time) -> f64 {
     t as f64 / NANOS_PER_SEC as f64
@@ -17,7 +26,13 @@ pub fn as_secs_f64(t: Time) -> f64 {
 
 /// Time to serialise `bytes` at `rate_bps`, rounded up to the next nanosecond
 /// so that a link never sends faster than its rate.
+#[inline]
 pub fn serialisation_time(bytes: u32, rate_bps: u64) -> Time {
+    // bytes·8·10^9 fits in a u64 below 2^31 bytes (every packet): a 64-bit
+    // division, several times cheaper than the 128-bit one, same result.
+    if bytes < 1 << 31 {
+        return (bytes as u64 * 8 * NANOS_PER_SEC).div_ceil(rate_bps);
+    }
     let bits = bytes as u128 * 8 * NANOS_PER_SEC as u128;
     bits.div_ceil(rate_bps as u128) as Time
 }
@@ -33,5 +48,12 @@ mod tests {
         assert_eq!(serialisation_time(1500, 10_000_000), 1_200_000);
         // Rounds up: 1 byte at 3 b/s is 8/3 s.
         assert_eq!(serialisation_time(1, 3), 2_666_666_667);
+        // The 64-bit path agrees with 128-bit arithmetic at its edge and beyond.
+        for bytes in [1u32, 1499, 65535, (1 << 31) - 1, 1 << 31, u32::MAX] {
+            for rate in [1u64, 7, 10_000_000, 10u64.pow(13)] {
+                let exact = (bytes as u128 * 8 * NANOS_PER_SEC as u128).div_ceil(rate as u128) as Time;
+                assert_eq!(serialisation_time(bytes, rate), exact, "{bytes} B at {rate} b/s");
+            }
+        }
     }
 }

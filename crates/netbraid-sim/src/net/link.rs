@@ -1,7 +1,7 @@
 //! One direction of a point-to-point link, as an htsim-style pipeline:
 //! queue → transmitter (serialisation at the rate) → loss → wire (delay).
-//! The simulator moves packets between the stages; this type holds the state
-//! and the counters of each stage.
+//! This is the whole link model: the simulator only schedules the two
+//! events it asks for (transmission done, arrival at the far end).
 
 use super::loss::LossProcess;
 use super::queue::DropTailQueue;
@@ -9,6 +9,7 @@ use super::red::{Red, RedVerdict};
 use super::{ChannelId, IfaceId, NodeId};
 use crate::engine::time::serialisation_time;
 use crate::engine::Time;
+use crate::ids::PacketRef;
 
 crate::counters! {
     /// Counters of one link direction (cumulative since the start of the run).
@@ -41,7 +42,7 @@ pub struct Channel {
     pub red: Option<Red>,
     pub loss: LossProcess,
     /// Packet being serialised, if any.
-    pub transmitting: Option<u32>,
+    pub transmitting: Option<PacketRef>,
     /// Packets propagating on the wire (for in-flight accounting).
     pub on_wire: u64,
     pub counters: ChannelCounters,
@@ -57,14 +58,63 @@ pub enum Offer {
     Dropped,
 }
 
+/// What the end of a serialisation did.
+pub struct Completed {
+    /// The packet that finished.
+    pub packet: PacketRef,
+    pub size: u32,
+    /// The loss model dropped it on the wire (else it arrives after `delay`).
+    pub lost: bool,
+    /// The next packet from the queue started serialising and ends after this long.
+    pub next_done_in: Option<Time>,
+}
+
 impl Channel {
     pub fn serialisation_time(&self, size: u32) -> Time {
         serialisation_time(size, self.rate_bps)
     }
 
+    /// The packet on the transmitter finished serialising: count it, apply
+    /// the loss model, and start the next packet waiting, if any.
+    /// `size_of` gives a packet's size on the wire.
+    #[inline]
+    pub fn complete(&mut self, now: Time, size_of: impl Fn(PacketRef) -> u32) -> Completed {
+        let packet = self.transmitting.take().expect("transmission done without a packet");
+        let size = size_of(packet);
+        self.counters.tx_packets += 1;
+        self.counters.tx_bytes += size as u64;
+        let lost = self.loss.lose_next();
+        if lost {
+            self.counters.loss_drops += 1;
+        } else {
+            self.on_wire += 1;
+        }
+        let next_done_in = match self.queue.pop() {
+            Some(next) => {
+                let next = PacketRef(next);
+                self.transmitting = Some(next);
+                Some(self.serialisation_time(size_of(next)))
+            }
+            None => {
+                if let Some(red) = &mut self.red {
+                    red.on_empty(now);
+                }
+                None
+            }
+        };
+        Completed { packet, size, lost, next_done_in }
+    }
+
+    /// A packet reached the far end.
+    #[inline]
+    pub fn arrived(&mut self) {
+        self.on_wire -= 1;
+    }
+
     /// Offer a packet to the channel's queue/transmitter; `ect` says the
     /// packet may be ECN-marked instead of dropped.
-    pub fn offer(&mut self, now: Time, handle: u32, size: u32, ect: bool) -> Offer {
+    #[inline]
+    pub fn offer(&mut self, now: Time, handle: PacketRef, size: u32, ect: bool) -> Offer {
         if self.transmitting.is_none() {
             self.transmitting = Some(handle);
             return Offer::Transmit(self.serialisation_time(size));
@@ -77,7 +127,7 @@ impl Channel {
             self.counters.queue_drops += 1;
             return Offer::Dropped;
         }
-        self.queue.push(handle, size);
+        self.queue.push(handle.0, size);
         if verdict == RedVerdict::Mark {
             self.counters.ecn_marks += 1;
             Offer::QueuedMarked

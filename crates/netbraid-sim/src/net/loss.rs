@@ -39,6 +39,7 @@ impl LossProcess {
     }
 
     /// Decide the fate of the next packet: true = lost.
+    #[inline]
     pub fn lose_next(&mut self) -> bool {
         let index = self.seen;
         self.seen += 1;

@@ -1,9 +1,11 @@
-//! Packets. A packet carries addressing, its size on the wire, and a protocol
-//! body; the body is an enum so that later protocols (MPTCP options, SCTP
-//! chunks) extend it without touching the network code.
+//! Packets. A packet carries addressing (interfaces and ports: the
+//! five-tuple), its size on the wire, and a protocol body. Variable-length
+//! parts (MPTCP options, SCTP chunk lists) go in the pool's side table
+//! (`net::ext`), so the packet itself stays small and `Copy`.
 
+use super::ext::{Ext, ExtRef, ExtTable};
 use super::IfaceId;
-use crate::engine::Time;
+use crate::ids::{EndpointId, FlowId, PacketRef};
 
 /// Most SACK blocks one ACK carries (RFC 2018: 4 without timestamps).
 pub const MAX_SACK_BLOCKS: usize = 4;
@@ -30,20 +32,35 @@ pub struct TcpSegment {
     pub sack: SackBlocks,
 }
 
-/// SACK blocks `[start, end)`, first block first.
+/// SACK blocks `[start, end)`, first block first, stored as 32-bit offsets
+/// from a base (the segment's ACK number), as the wire's 32-bit sequence
+/// numbers are: half the size of absolute 64-bit pairs, and every TCP
+/// packet carries them. Blocks lie within the receive window above the ACK,
+/// and buffers are at most 4 GiB − 1 (`TcpConfig::validate`), so every
+/// block fits.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SackBlocks {
-    pub n: u8,
-    pub blocks: [(u64, u64); MAX_SACK_BLOCKS],
+    n: u8,
+    blocks: [(u32, u32); MAX_SACK_BLOCKS],
 }
 
 impl SackBlocks {
-    pub fn as_slice(&self) -> &[(u64, u64)] {
-        &self.blocks[..self.n as usize]
+    pub fn len(&self) -> usize {
+        self.n as usize
     }
-    pub fn push(&mut self, block: (u64, u64)) -> bool {
-        if (self.n as usize) < MAX_SACK_BLOCKS {
-            self.blocks[self.n as usize] = block;
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+    /// The blocks as absolute sequence numbers, given the base they were pushed with.
+    pub fn iter(&self, base: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.blocks[..self.n as usize].iter().map(move |&(s, e)| (base + s as u64, base + e as u64))
+    }
+    /// Add a block (absolute, at or above `base`); false when full or not
+    /// representable.
+    pub fn push(&mut self, base: u64, block: (u64, u64)) -> bool {
+        let fits = block.0 >= base && block.1 >= block.0 && block.1 - base <= u32::MAX as u64;
+        if (self.n as usize) < MAX_SACK_BLOCKS && fits {
+            self.blocks[self.n as usize] = ((block.0 - base) as u32, (block.1 - base) as u32);
             self.n += 1;
             true
         } else {
@@ -78,23 +95,42 @@ pub enum Body {
 pub struct Packet {
     pub src: IfaceId,
     pub dst: IfaceId,
-    /// The endpoint at the destination that consumes this packet: an index
-    /// rather than a port lookup, so delivery needs no hashing.
-    pub endpoint: u32,
-    /// The flow this packet belongs to, for per-flow drop accounting.
-    pub flow: u32,
+    pub src_port: u16,
+    pub dst_port: u16,
+    /// The endpoint at the destination that consumes this packet: resolved
+    /// from the five-tuple when the connection was set up, so delivery needs
+    /// no hashing.
+    pub endpoint: EndpointId,
+    /// Which of its connection's paths the packet travels (the same index at
+    /// both ends: path i of the sender pairs with path i of the receiver).
+    pub path: u8,
+    /// The flow this packet belongs to.
+    pub flow: FlowId,
+    /// The simulation's record of this flow path (accounting, links used):
+    /// an index, so the per-hop bookkeeping is one lookup.
+    pub track: u32,
+    /// It carries the flow's data (not an ACK).
+    pub data: bool,
     /// Bytes on the wire (IP header and everything above it).
     pub size: u32,
-    /// When the packet entered the network (for one-way delay statistics).
-    pub sent_at: Time,
     /// Hops left; a routing loop (possible with static overrides) ends here.
     pub ttl: u8,
     /// IP ECN field: NOT_ECT, ECT or CE (RFC 3168).
     pub ecn: u8,
+    /// Variable-length part (MPTCP options, SCTP chunks), if any.
+    pub ext: Option<ExtRef>,
     pub body: Body,
 }
 
 impl Packet {
+    /// IP protocol number of the body (for the five-tuple).
+    pub fn protocol(&self) -> u8 {
+        match self.body {
+            Body::Tcp(_) => 6,
+            Body::Udp(_) => 17,
+        }
+    }
+
     /// Payload bytes carried for the application.
     pub fn payload(&self) -> u32 {
         match &self.body {
@@ -110,42 +146,63 @@ pub mod ecn {
     pub const CE: u8 = 3;
 }
 
-/// A slab of packets in flight, addressed by index so that events and queues
-/// move 4-byte handles instead of whole packets, and freed slots are reused
-/// (no allocation per packet in steady state).
+/// A slab of packets in flight, addressed by `PacketRef` so that events and
+/// queues move 4-byte handles instead of whole packets, and freed slots are
+/// reused (no allocation per packet in steady state). Extensions live in a
+/// side table beside it and are freed with their packet.
 #[derive(Default)]
 pub struct PacketPool {
     slots: Vec<Packet>,
     alive: Vec<bool>,
     free: Vec<u32>,
     live: usize,
+    exts: ExtTable,
 }
 
 impl PacketPool {
-    pub fn insert(&mut self, p: Packet) -> u32 {
+    #[inline]
+    pub fn insert(&mut self, p: Packet) -> PacketRef {
         self.live += 1;
         if let Some(i) = self.free.pop() {
             self.slots[i as usize] = p;
             self.alive[i as usize] = true;
-            i
+            PacketRef(i)
         } else {
             self.slots.push(p);
             self.alive.push(true);
-            (self.slots.len() - 1) as u32
+            PacketRef((self.slots.len() - 1) as u32)
         }
     }
-    pub fn get(&self, i: u32) -> &Packet {
-        &self.slots[i as usize]
+    /// Store a packet's extension; put the returned handle in `Packet::ext`.
+    pub fn insert_ext(&mut self, e: Box<Ext>) -> ExtRef {
+        self.exts.insert(e)
     }
-    pub fn get_mut(&mut self, i: u32) -> &mut Packet {
-        &mut self.slots[i as usize]
+    pub fn ext(&self, r: ExtRef) -> &Ext {
+        self.exts.get(r)
     }
-    pub fn remove(&mut self, i: u32) -> Packet {
-        debug_assert!(self.alive[i as usize], "packet removed twice");
+    pub fn get(&self, r: PacketRef) -> &Packet {
+        &self.slots[r.idx()]
+    }
+    pub fn get_mut(&mut self, r: PacketRef) -> &mut Packet {
+        &mut self.slots[r.idx()]
+    }
+    /// Take a packet's extension out of the side table (for its receiver).
+    #[inline]
+    pub fn take_ext(&mut self, r: PacketRef) -> Option<Box<Ext>> {
+        let e = self.slots[r.idx()].ext.take();
+        e.map(|e| self.exts.take(e))
+    }
+    /// The packet leaves the network: its slot (and extension, if still
+    /// there) is freed. Read it before, through `get`: no copy is made.
+    #[inline]
+    pub fn free(&mut self, r: PacketRef) {
+        debug_assert!(self.alive[r.idx()], "packet freed twice");
+        if let Some(e) = self.slots[r.idx()].ext.take() {
+            self.exts.take(e);
+        }
         self.live -= 1;
-        self.alive[i as usize] = false;
-        self.free.push(i);
-        self.slots[i as usize]
+        self.alive[r.idx()] = false;
+        self.free.push(r.0);
     }
     /// Every packet still in the network.
     pub fn iter_live(&self) -> impl Iterator<Item = &Packet> {
@@ -154,6 +211,10 @@ impl PacketPool {
     /// Packets currently in the network.
     pub fn live(&self) -> usize {
         self.live
+    }
+    /// Extensions currently held (equal to the live packets that have one).
+    pub fn live_exts(&self) -> usize {
+        self.exts.len()
     }
 }
 
@@ -165,34 +226,60 @@ mod tests {
     fn pool_reuses_slots() {
         let mut pool = PacketPool::default();
         let p = Packet {
-            src: 0,
-            dst: 1,
-            endpoint: 0,
-            flow: 0,
+            src: crate::ids::IfaceId(0),
+            dst: crate::ids::IfaceId(1),
+            src_port: 10000,
+            dst_port: 5201,
+            endpoint: EndpointId(0),
+            path: 0,
+            flow: FlowId(0),
+            track: 0,
+            data: true,
             size: 100,
-            sent_at: 0,
             ttl: 64,
             ecn: 0,
+            ext: None,
             body: Body::Udp(UdpDatagram { seq: 1, len: 72 }),
         };
         let a = pool.insert(p);
         let b = pool.insert(p);
         assert_ne!(a, b);
-        pool.remove(a);
+        pool.free(a);
         assert_eq!(pool.insert(p), a);
         assert_eq!(pool.live(), 2);
+        // An extension is taken by the receiver, or freed with its packet.
+        let ext = || Box::new(Ext::Sctp(vec![]));
+        let with_ext = Packet { ext: Some(pool.insert_ext(ext())), ..p };
+        let c = pool.insert(with_ext);
+        assert_eq!(pool.live_exts(), 1);
+        assert_eq!(pool.take_ext(c), Some(ext()));
+        pool.free(c);
+        let e = pool.insert_ext(ext());
+        let d = pool.insert(Packet { ext: Some(e), ..p });
+        pool.free(d);
+        assert_eq!(pool.live_exts(), 0);
     }
 
     #[test]
     fn sack_option_size() {
         let mut s = SackBlocks::default();
         assert_eq!(s.option_bytes(), 0);
-        s.push((1, 2));
+        s.push(0, (1, 2));
         assert_eq!(s.option_bytes(), 12);
-        s.push((3, 4));
-        s.push((5, 6));
+        s.push(0, (3, 4));
+        s.push(0, (5, 6));
         assert_eq!(s.option_bytes(), 28);
-        assert!(s.push((7, 8)));
-        assert!(!s.push((9, 10)));
+        assert!(s.push(0, (7, 8)));
+        assert!(!s.push(0, (9, 10)));
+    }
+
+    #[test]
+    fn sack_blocks_are_offsets_from_the_ack() {
+        let base = 10_000_000_000u64; // beyond 32 bits
+        let mut s = SackBlocks::default();
+        assert!(s.push(base, (base + 1460, base + 4380)));
+        assert!(!s.push(base, (base - 1, base + 10)), "below the base");
+        assert!(!s.push(base, (base, base + (1 << 32))), "beyond 32 bits");
+        assert_eq!(s.iter(base).collect::<Vec<_>>(), vec![(base + 1460, base + 4380)]);
     }
 }

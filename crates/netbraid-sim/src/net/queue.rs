@@ -24,6 +24,7 @@ impl DropTailQueue {
     }
 
     /// Whether a packet of `size` bytes fits.
+    #[inline]
     pub fn admits(&self, size: u32) -> bool {
         match self.limit {
             QueueLimit::Packets(n) => (self.items.len() as u64) < n as u64,
@@ -32,11 +33,13 @@ impl DropTailQueue {
     }
 
     /// Append; the caller has checked `admits`.
+    #[inline]
     pub fn push(&mut self, handle: u32, size: u32) {
         self.bytes += size as u64;
         self.items.push_back((handle, size));
     }
 
+    #[inline]
     pub fn pop(&mut self) -> Option<u32> {
         let (h, size) = self.items.pop_front()?;
         self.bytes -= size as u64;

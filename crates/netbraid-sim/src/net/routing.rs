@@ -12,13 +12,61 @@
 //! A router with a multipath policy spreads traffic over all its equal-cost
 //! next hops (see `Multipath`); an entry then names a group of channels.
 
+use super::packet::Packet;
 use super::{ChannelId, IfaceId, NodeId};
 use serde::Deserialize;
 use std::collections::VecDeque;
 
-pub const NO_ROUTE: u32 = u32::MAX;
-pub const LOCAL: u32 = u32::MAX - 1;
+/// SplitMix64 finaliser: a cheap, well-mixed hash of one word.
+fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// ECMP's hash of a packet's five-tuple (addresses, ports, protocol), salted
+/// by the router so that successive routers split independently, as real
+/// ones do with per-router seeds. Packets of one connection (or subflow)
+/// always hash alike; two subflows with other ports may not.
+#[inline]
+pub fn five_tuple_hash(p: &Packet, node: NodeId) -> u64 {
+    let addrs = (p.src.0 as u64) << 32 | p.dst.0 as u64;
+    let ports = (p.src_port as u64) << 24 | (p.dst_port as u64) << 8 | p.protocol() as u64;
+    mix64(addrs ^ mix64(ports ^ (node.0 as u64) << 40))
+}
+
+/// Table entries: a channel index, or one of these, or a multipath group.
+const NO_ROUTE: u32 = u32::MAX;
+const LOCAL: u32 = u32::MAX - 1;
 const NO_SLOT: u32 = u32::MAX;
+
+/// Where a packet goes next from a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Out on this channel.
+    Channel(ChannelId),
+    /// The node owns the destination interface.
+    Local,
+    /// No route.
+    None,
+}
+
+impl Next {
+    fn from_entry(e: u32) -> Next {
+        match e {
+            NO_ROUTE => Next::None,
+            LOCAL => Next::Local,
+            c => Next::Channel(ChannelId(c)),
+        }
+    }
+    /// The channel, if it is one.
+    pub fn channel(self) -> Option<ChannelId> {
+        match self {
+            Next::Channel(c) => Some(c),
+            _ => None,
+        }
+    }
+}
 /// Entries at or above this name a multipath group (index = entry − GROUP).
 const GROUP: u32 = 1 << 31;
 
@@ -47,7 +95,7 @@ pub enum Multipath {
 /// The equal-cost next hops of one (node, destination) entry.
 struct Group {
     policy: Multipath,
-    channels: Vec<ChannelId>,
+    channels: Vec<u32>,
     weights: Vec<i64>,
     /// Round robin: next index. Weighted: current credits.
     counter: usize,
@@ -55,7 +103,7 @@ struct Group {
 }
 
 impl Group {
-    fn pick(&mut self, flow_hash: impl FnOnce() -> u64) -> ChannelId {
+    fn pick(&mut self, flow_hash: impl FnOnce() -> u64) -> u32 {
         let k = self.channels.len();
         match self.policy {
             Multipath::None => self.channels[0],
@@ -97,13 +145,13 @@ pub struct RoutingTable {
     is_router: Vec<bool>,
     links: Vec<(NodeId, NodeId)>,
     /// node → [(neighbour, channel from node to it)], in link order.
-    adj: Vec<Vec<(NodeId, ChannelId)>>,
+    adj: Vec<Vec<(u32, u32)>>,
     /// Per interface: its row in `next`, or NO_SLOT if no traffic goes there.
     slot_of: Vec<u32>,
-    /// Row `slot` holds the next channel from every node.
-    next: Vec<ChannelId>,
+    /// Row `slot` holds the entry (channel, LOCAL, NO_ROUTE or group) of every node.
+    next: Vec<u32>,
     /// All equal-cost next hops towards each node P, computed once per P.
-    towards: Vec<Option<Vec<Vec<ChannelId>>>>,
+    towards: Vec<Option<Vec<Vec<u32>>>>,
     multipath: Vec<Multipath>,
     channel_rates: Vec<u64>,
     groups: Vec<Group>,
@@ -114,10 +162,10 @@ pub struct RoutingTable {
 impl RoutingTable {
     pub fn new(g: &Graph) -> Self {
         let n_nodes = g.is_router.len();
-        let mut adj: Vec<Vec<(NodeId, ChannelId)>> = vec![Vec::new(); n_nodes];
+        let mut adj: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n_nodes];
         for (l, &(a, b)) in g.links.iter().enumerate() {
-            adj[a as usize].push((b, 2 * l as u32));
-            adj[b as usize].push((a, 2 * l as u32 + 1));
+            adj[a.idx()].push((b.0, 2 * l as u32));
+            adj[b.idx()].push((a.0, 2 * l as u32 + 1));
         }
         Self {
             n_nodes,
@@ -136,7 +184,7 @@ impl RoutingTable {
 
     /// Make `dst` routable from every node (idempotent).
     pub fn add_destination(&mut self, dst: IfaceId) -> Result<(), String> {
-        if self.slot_of[dst as usize] != NO_SLOT {
+        if self.slot_of[dst.idx()] != NO_SLOT {
             return Ok(());
         }
         let slots = self.next.len() / self.n_nodes.max(1) + 1;
@@ -146,20 +194,20 @@ impl RoutingTable {
                 self.n_nodes, self.max_entries
             ));
         }
-        let link = dst as usize / 2;
+        let link = dst.link();
         let (a, b) = self.links[link];
         // interface 2l is on a (peer b); 2l+1 is on b (peer a)
         let (owner, peer, last_hop) =
-            if dst.is_multiple_of(2) { (a, b, 2 * link as u32 + 1) } else { (b, a, 2 * link as u32) };
+            if dst.0.is_multiple_of(2) { (a.0, b.0, 2 * link as u32 + 1) } else { (b.0, a.0, 2 * link as u32) };
         if self.towards[peer as usize].is_none() {
             self.towards[peer as usize] = Some(next_hops_towards(peer, &self.is_router, &self.adj));
         }
         let peer_forwards = self.is_router[peer as usize];
-        self.slot_of[dst as usize] = (self.next.len() / self.n_nodes) as u32;
+        self.slot_of[dst.idx()] = (self.next.len() / self.n_nodes) as u32;
         for node in 0..self.n_nodes {
-            let entry = if node as NodeId == owner {
+            let entry = if node as u32 == owner {
                 LOCAL
-            } else if node as NodeId == peer {
+            } else if node as u32 == peer {
                 last_hop
             } else if !peer_forwards {
                 NO_ROUTE // the peer is a host: it does not forward
@@ -188,59 +236,66 @@ impl RoutingTable {
         Ok(())
     }
 
+    /// Whether any entry spreads traffic over several next hops (then which
+    /// channels a flow uses is known only by watching its packets).
+    pub fn has_multipath(&self) -> bool {
+        !self.groups.is_empty()
+    }
+
     /// The next channel from `node` towards `dst`. Multipath groups pick one
     /// (and advance their round-robin state); `flow_hash` identifies the
     /// packet's flow for ECMP and is only computed when ECMP needs it.
     #[inline]
-    pub fn route(&mut self, node: NodeId, dst: IfaceId, flow_hash: impl FnOnce() -> u64) -> u32 {
+    pub fn route(&mut self, node: NodeId, dst: IfaceId, flow_hash: impl FnOnce() -> u64) -> Next {
         let e = self.entry(node, dst);
-        match group_of(e) {
+        Next::from_entry(match group_of(e) {
             Some(g) => self.groups[g].pick(flow_hash),
             None => e,
-        }
+        })
     }
 
     /// The entry without choosing: a channel, LOCAL, NO_ROUTE, or (for a
     /// multipath group) its first channel.
     #[inline]
     fn entry(&self, node: NodeId, dst: IfaceId) -> u32 {
-        match self.slot_of[dst as usize] {
+        match self.slot_of[dst.idx()] {
             NO_SLOT => NO_ROUTE,
-            slot => self.next[slot as usize * self.n_nodes + node as usize],
+            slot => self.next[slot as usize * self.n_nodes + node.idx()],
         }
     }
 
+    /// The next hop without choosing (a multipath group's first channel).
     #[inline]
-    pub fn lookup(&self, node: NodeId, dst: IfaceId) -> u32 {
+    pub fn lookup(&self, node: NodeId, dst: IfaceId) -> Next {
         let e = self.entry(node, dst);
-        match group_of(e) {
+        Next::from_entry(match group_of(e) {
             Some(g) => self.groups[g].channels[0],
             None => e,
-        }
+        })
     }
 
     /// All channels an entry may use (one, unless it is a multipath group).
     pub fn alternatives(&self, node: NodeId, dst: IfaceId) -> Vec<ChannelId> {
         let e = self.entry(node, dst);
         match group_of(e) {
-            Some(g) => self.groups[g].channels.clone(),
+            Some(g) => self.groups[g].channels.iter().map(|&c| ChannelId(c)).collect(),
             None if e == NO_ROUTE || e == LOCAL => Vec::new(),
-            None => vec![e],
+            None => vec![ChannelId(e)],
         }
     }
 
     /// Override one entry (a static route).
     pub fn set(&mut self, node: NodeId, dst: IfaceId, channel: ChannelId) -> Result<(), String> {
         self.add_destination(dst)?;
-        let slot = self.slot_of[dst as usize] as usize;
-        self.next[slot * self.n_nodes + node as usize] = channel;
+        let slot = self.slot_of[dst.idx()] as usize;
+        self.next[slot * self.n_nodes + node.idx()] = channel.0;
         Ok(())
     }
 }
 
 /// Breadth-first search from `target`, forwarding only through routers:
 /// for every node, all its neighbours one hop closer (lowest link first).
-fn next_hops_towards(target: NodeId, is_router: &[bool], adj: &[Vec<(NodeId, ChannelId)>]) -> Vec<Vec<ChannelId>> {
+fn next_hops_towards(target: u32, is_router: &[bool], adj: &[Vec<(u32, u32)>]) -> Vec<Vec<u32>> {
     let n = is_router.len();
     let mut dist = vec![u32::MAX; n];
     dist[target as usize] = 0;
@@ -275,8 +330,36 @@ fn next_hops_towards(target: NodeId, is_router: &[bool], adj: &[Vec<(NodeId, Cha
 mod tests {
     use super::*;
 
-    fn table(is_router: &[bool], links: &[(NodeId, NodeId)], dsts: &[IfaceId]) -> RoutingTable {
-        let mut t = RoutingTable::new(&Graph { is_router, links, multipath: &[], channel_rates: &[] });
+    /// The table with plain indices in and out (entries as the table stores
+    /// them: a channel, LOCAL or NO_ROUTE), so the cases read as numbers.
+    struct Raw(RoutingTable);
+
+    fn typed(links: &[(u32, u32)]) -> Vec<(NodeId, NodeId)> {
+        links.iter().map(|&(a, b)| (NodeId(a), NodeId(b))).collect()
+    }
+
+    fn raw(n: Next) -> u32 {
+        match n {
+            Next::Channel(c) => c.0,
+            Next::Local => LOCAL,
+            Next::None => NO_ROUTE,
+        }
+    }
+
+    impl Raw {
+        fn lookup(&self, node: u32, dst: u32) -> u32 {
+            raw(self.0.lookup(NodeId(node), IfaceId(dst)))
+        }
+        fn route(&mut self, node: u32, dst: u32, hash: impl FnOnce() -> u64) -> u32 {
+            raw(self.0.route(NodeId(node), IfaceId(dst), hash))
+        }
+        fn add_destination(&mut self, dst: u32) -> Result<(), String> {
+            self.0.add_destination(IfaceId(dst))
+        }
+    }
+
+    fn table(is_router: &[bool], links: &[(u32, u32)], dsts: &[u32]) -> Raw {
+        let mut t = Raw(RoutingTable::new(&Graph { is_router, links: &typed(links), multipath: &[], channel_rates: &[] }));
         for &d in dsts {
             t.add_destination(d).unwrap();
         }
@@ -317,15 +400,15 @@ mod tests {
     fn oversized_tables_are_an_error_not_an_abort() {
         let n = 2_000;
         let is_router = vec![false; n];
-        let links: Vec<(NodeId, NodeId)> = (1..n as u32).map(|h| (0, h)).collect();
-        let mut t = RoutingTable::new(&Graph { is_router: &is_router, links: &links, multipath: &[], channel_rates: &[] });
-        t.max_entries = 100 * n;
+        let links: Vec<(u32, u32)> = (1..n as u32).map(|h| (0, h)).collect();
+        let mut t = Raw(RoutingTable::new(&Graph { is_router: &is_router, links: &typed(&links), multipath: &[], channel_rates: &[] }));
+        t.0.max_entries = 100 * n;
         let result = (0..links.len() as u32 * 2).try_for_each(|d| t.add_destination(d));
         assert!(result.unwrap_err().contains("routing table limit"));
     }
 
     /// h0 - r1 =(k parallel links)= r2 - h1, with policy at r1.
-    fn parallel(k: u32, policy: Multipath, rates: &[u64]) -> (RoutingTable, IfaceId) {
+    fn parallel(k: u32, policy: Multipath, rates: &[u64]) -> (Raw, u32) {
         let mut links = vec![(0, 1)];
         links.extend((0..k).map(|_| (1, 2)));
         links.push((2, 3));
@@ -335,7 +418,7 @@ mod tests {
         }
         let multipath = [Multipath::None, policy, Multipath::None, Multipath::None];
         let is_router = [false, true, true, false];
-        let mut t = RoutingTable::new(&Graph { is_router: &is_router, links: &links, multipath: &multipath, channel_rates: &channel_rates });
+        let mut t = Raw(RoutingTable::new(&Graph { is_router: &is_router, links: &typed(&links), multipath: &multipath, channel_rates: &channel_rates }));
         let dst = 2 * (links.len() as u32 - 1) + 1; // h1's interface
         t.add_destination(dst).unwrap();
         (t, dst)
@@ -390,5 +473,22 @@ mod tests {
             counts[(t.route(1, dst, || 0) / 2 - 1) as usize] += 1;
         }
         assert_eq!(counts, [300, 200, 100]);
+    }
+
+    /// The hash covers the whole five-tuple: the same tuple always gives the
+    /// same value; other ports (another connection or subflow between the
+    /// same addresses) give others, spread over the next hops.
+    #[test]
+    fn five_tuple_hash_uses_ports() {
+        use crate::ids::{EndpointId, FlowId};
+        use crate::net::packet::{Body, UdpDatagram};
+        let pkt = |src_port: u16| Packet {
+            src: IfaceId(0), dst: IfaceId(9), src_port, dst_port: 5201, endpoint: EndpointId(0), path: 0, flow: FlowId(0), track: 0, data: true, size: 100, ttl: 64, ecn: 0, ext: None, body: Body::Udp(UdpDatagram { seq: 0, len: 72 }),
+        };
+        assert_eq!(five_tuple_hash(&pkt(10000), NodeId(3)), five_tuple_hash(&pkt(10000), NodeId(3)));
+        let picks: std::collections::HashSet<u64> = (10000..10016).map(|p| five_tuple_hash(&pkt(p), NodeId(3)) % 2).collect();
+        assert_eq!(picks.len(), 2, "16 connections all hashed to one of two paths");
+        // another router splits independently
+        assert_ne!(five_tuple_hash(&pkt(10000), NodeId(3)), five_tuple_hash(&pkt(10000), NodeId(4)));
     }
 }

@@ -1,7 +1,11 @@
 //! The results of one run, as the CLI's `--json` and the Python API see them.
 
-use super::{Role, Simulation, Snapshot};
+use super::measure::{Counts, Snapshot};
+use super::Simulation;
+use crate::ids::ChannelId;
+use crate::endpoint::Scope;
 use crate::engine::time::as_secs_f64;
+use crate::net::{format_addr, iface_addr};
 use crate::trace::series::TimeSeries;
 use crate::transport::tcp::CongestionRecord;
 use serde::Serialize;
@@ -35,7 +39,7 @@ pub struct FlowResult {
     pub dst: String,
     /// Every data byte that reached the receiver, headers and retransmissions included.
     pub throughput_bps: f64,
-    /// New, in-order application bytes delivered.
+    /// Application bytes the receiver read (new, in order).
     pub goodput_bps: f64,
     /// Data packets lost in the network / data packets sent.
     pub loss_rate: f64,
@@ -48,6 +52,10 @@ pub struct FlowResult {
     pub fast_retransmits: u64,
     /// Window reductions in response to ECN echoes.
     pub ecn_reductions: u64,
+    /// Zero-window probes the sender sent (persist timer).
+    pub window_probes: u64,
+    /// ACKs the receiver sent to reopen a window its application's reading freed.
+    pub window_updates: u64,
     pub rtt_mean_s: Option<f64>,
     pub rtt_min_s: Option<f64>,
     pub srtt_s: Option<f64>,
@@ -60,8 +68,39 @@ pub struct FlowResult {
     /// For a finite transfer: when the last byte was acknowledged.
     pub completion_time_s: Option<f64>,
     pub congestion_events: Option<Vec<CongestionRecord>>,
+    /// Link directions the flow's packets (data and ACKs) were offered to,
+    /// over the whole run, by name ("from->to").
+    pub links: Vec<String>,
+    /// Per path, for flows with several (MPTCP subflows); absent otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub subflows: Vec<SubflowResult>,
     /// Whole-run byte accounting of this flow's packets, both directions.
     pub accounting: Accounting,
+}
+
+/// Per-path metrics over the measurement window.
+#[derive(Debug, Serialize)]
+pub struct SubflowResult {
+    /// "flow#i".
+    pub name: String,
+    /// Source and destination addresses of the path.
+    pub src_addr: String,
+    pub dst_addr: String,
+    pub throughput_bps: f64,
+    pub goodput_bps: f64,
+    pub loss_rate: f64,
+    pub retransmits: u64,
+    pub packets_sent: u64,
+    pub packets_lost: u64,
+    pub timeouts: u64,
+    pub fast_retransmits: u64,
+    pub rtt_mean_s: Option<f64>,
+    pub srtt_s: Option<f64>,
+    pub cwnd_mean_bytes: Option<f64>,
+    pub cwnd_bytes: Option<u64>,
+    /// This path's share of the flow's goodput.
+    pub share: Option<f64>,
+    pub links: Vec<String>,
 }
 
 /// Conservation: sent = delivered + dropped + in_flight, counted separately.
@@ -75,7 +114,7 @@ pub struct Accounting {
 
 #[derive(Debug, Serialize)]
 pub struct LinkResult {
-    /// "from->to".
+    /// "from->to" ("from->to#k" for the k-th of parallel links, k ≥ 2).
     pub name: String,
     pub from: String,
     pub to: String,
@@ -90,14 +129,74 @@ pub struct LinkResult {
     pub utilisation: f64,
 }
 
+/// The metrics of a flow or a path over the window `window` seconds long.
+struct Rates {
+    throughput_bps: f64,
+    goodput_bps: f64,
+    loss_rate: f64,
+    rtt_mean_s: Option<f64>,
+    cwnd_mean_bytes: Option<f64>,
+}
+
+fn rates(c: &Counts, window: f64) -> Rates {
+    let t = &c.transport;
+    Rates {
+        throughput_bps: t.wire_bytes_received as f64 * 8.0 / window,
+        goodput_bps: t.read_bytes as f64 * 8.0 / window,
+        loss_rate: if c.acct.data_packets_sent > 0 {
+            c.acct.data_packets_dropped as f64 / c.acct.data_packets_sent as f64
+        } else {
+            0.0
+        },
+        rtt_mean_s: (t.rtt_samples > 0).then(|| t.rtt_sum_ns as f64 / t.rtt_samples as f64 / 1e9),
+        cwnd_mean_bytes: c.sender.map(|_| t.cwnd_area / (window * 1e9)),
+    }
+}
+
 impl Simulation {
+    /// Names of the channels the tracks `tracks` (paths of flow `f`) used.
+    fn link_names(&self, f: usize, tracks: std::ops::Range<u32>) -> Vec<String> {
+        let used = if self.mark_links { self.tracks.used(tracks) } else { self.links_of(f, tracks) };
+        used.into_iter().map(|ch| self.channels[ch.idx()].name.clone()).collect()
+    }
+
+    /// Without multipath routing a path's channels follow from the tables:
+    /// from each end's first channel, hop by hop to the other end (both
+    /// directions), for the directions that sent anything.
+    fn links_of(&self, f: usize, tracks: std::ops::Range<u32>) -> Vec<ChannelId> {
+        let flow = &self.flows[f];
+        let mut used = vec![false; self.channels.len()];
+        for t in tracks {
+            let acct = &self.tracks.acct[t as usize];
+            let k = (t - flow.tracks.start) as usize;
+            for (end, sent) in [(flow.sender, acct.data_packets_sent), (flow.receiver, acct.ack_packets_sent)] {
+                if sent == 0 {
+                    continue;
+                }
+                let path = self.endpoints[end.idx()].paths[k];
+                let target = self.iface_node[path.remote.idx()];
+                let mut ch = path.out_channel;
+                // Routes were checked loop-free when the flow was built.
+                for _ in 0..=self.channels.len() {
+                    used[ch.idx()] = true;
+                    let node = self.channels[ch.idx()].to;
+                    match self.routes.lookup(node, path.remote).channel() {
+                        Some(next) if node != target => ch = next,
+                        _ => break,
+                    }
+                }
+            }
+        }
+        (0..used.len()).filter(|&c| used[c]).map(|c| ChannelId(c as u32)).collect()
+    }
+
     pub(super) fn results(mut self, wall_s: f64) -> RunResult {
         let end = self.events.now().max(self.duration.min(self.measure.stop_ns));
-        let stop = match self.at_stop.take() {
+        let stop = match self.meter.at_stop.take() {
             Some(s) => s,
             None => self.snapshot(end),
         };
-        let start = self.at_start.take().unwrap_or_else(|| Snapshot {
+        let start = self.meter.at_start.take().unwrap_or_else(|| Snapshot {
             time: 0,
             flows: vec![Default::default(); self.flows.len()],
             channels: vec![Default::default(); self.channels.len()],
@@ -105,85 +204,89 @@ impl Simulation {
         let window = as_secs_f64(stop.time - start.time).max(1e-12);
         let mut in_flight = vec![0u64; self.flows.len()];
         for p in self.pool.iter_live() {
-            in_flight[p.flow as usize] += p.size as u64;
+            in_flight[p.flow.idx()] += p.size as u64;
         }
-        let flows = self
-            .flows
-            .iter()
-            .enumerate()
-            .map(|(i, f)| {
-                let (a, b) = (&stop.flows[i], &start.flows[i]);
-                let acct = a.acct.since(&b.acct);
-                let mut r = FlowResult {
-                    name: f.name.clone(),
-                    kind: "udp",
-                    src: self.node_names[f.src as usize].clone(),
-                    dst: self.node_names[f.dst as usize].clone(),
-                    throughput_bps: 0.0,
-                    goodput_bps: 0.0,
-                    loss_rate: if acct.data_packets_sent > 0 {
-                        acct.data_packets_dropped as f64 / acct.data_packets_sent as f64
-                    } else {
-                        0.0
-                    },
-                    retransmits: 0,
-                    packets_sent: acct.data_packets_sent,
-                    packets_lost: acct.data_packets_dropped,
-                    packets_received: 0,
-                    bytes_delivered: 0,
-                    timeouts: 0,
-                    fast_retransmits: 0,
-                    ecn_reductions: 0,
-                    rtt_mean_s: None,
-                    rtt_min_s: None,
-                    srtt_s: None,
-                    rto_s: None,
-                    cwnd_mean_bytes: None,
-                    cwnd_bytes: None,
-                    ssthresh_bytes: None,
-                    congestion_control: None,
-                    completion_time_s: None,
-                    congestion_events: None,
-                    accounting: Accounting {
-                        sent_bytes: f.acct.sent_bytes,
-                        delivered_bytes: f.acct.delivered_bytes,
-                        dropped_bytes: f.acct.dropped_bytes,
-                        in_flight_bytes: in_flight[i],
-                    },
-                };
-                if let Role::TcpSender(s) = &self.endpoints[f.sender as usize].role {
-                    let tx = a.tx.since(&b.tx);
-                    let rx = a.rx.since(&b.rx);
-                    r.kind = "tcp";
-                    r.throughput_bps = rx.wire_bytes_received as f64 * 8.0 / window;
-                    r.goodput_bps = rx.goodput_bytes as f64 * 8.0 / window;
-                    r.retransmits = tx.retransmits;
-                    r.packets_received = rx.segments_received;
-                    r.bytes_delivered = rx.goodput_bytes;
-                    r.timeouts = tx.timeouts;
-                    r.fast_retransmits = tx.fast_retransmits;
-                    r.ecn_reductions = tx.ecn_reductions;
-                    r.rtt_mean_s = (tx.rtt_samples > 0).then(|| tx.rtt_sum_ns as f64 / tx.rtt_samples as f64 / 1e9);
-                    r.rtt_min_s = s.min_rtt().map(as_secs_f64);
-                    r.srtt_s = s.srtt().map(as_secs_f64);
-                    r.rto_s = Some(as_secs_f64(s.rto()));
-                    r.cwnd_mean_bytes = Some(tx.cwnd_area / (window * 1e9));
-                    r.cwnd_bytes = Some(s.cwnd());
-                    r.ssthresh_bytes = (s.ssthresh() != u64::MAX).then(|| s.ssthresh());
-                    r.congestion_control = Some(s.controller_name());
-                    r.completion_time_s = s.completed_at().map(as_secs_f64);
-                    let log = s.congestion_log();
-                    r.congestion_events = (!log.is_empty()).then(|| log.to_vec());
-                } else {
-                    let sink = a.sink.since(&b.sink);
-                    r.throughput_bps = sink.wire_bytes_received as f64 * 8.0 / window;
-                    r.goodput_bps = sink.payload_bytes_received as f64 * 8.0 / window;
-                    r.packets_received = sink.datagrams_received;
-                    r.bytes_delivered = sink.payload_bytes_received;
-                }
-                r
-            })
-            .collect();
+        let mut flows = Vec::with_capacity(self.flows.len());
+        #[allow(clippy::needless_range_loop)] // i indexes flows, snapshots and in_flight alike
+        for i in 0..self.flows.len() {
+            let (a, b) = (&stop.flows[i], &start.flows[i]);
+            let c = a.total.since(&b.total);
+            let r = rates(&c, window);
+            let sender_ep = self.flows[i].sender;
+            let now_state = self.endpoints[sender_ep.idx()].endpoint.snapshot(end, Scope::All).sender;
+            let endpoint = &self.endpoints[sender_ep.idx()];
+            let report = endpoint.endpoint.report();
+            let f = &self.flows[i];
+            let acct = self.tracks.acct(f.tracks.clone());
+            let subflows = a
+                .paths
+                .iter()
+                .zip(&b.paths)
+                .enumerate()
+                .map(|(k, (pa, pb))| {
+                    let pc = pa.since(pb);
+                    let pr = rates(&pc, window);
+                    let path = &endpoint.paths[k];
+                    SubflowResult {
+                        name: format!("{}#{k}", f.name),
+                        src_addr: format_addr(iface_addr(path.local)),
+                        dst_addr: format_addr(iface_addr(path.remote)),
+                        throughput_bps: pr.throughput_bps,
+                        goodput_bps: pr.goodput_bps,
+                        loss_rate: pr.loss_rate,
+                        retransmits: pc.transport.retransmits,
+                        packets_sent: pc.acct.data_packets_sent,
+                        packets_lost: pc.acct.data_packets_dropped,
+                        timeouts: pc.transport.timeouts,
+                        fast_retransmits: pc.transport.fast_retransmits,
+                        rtt_mean_s: pr.rtt_mean_s,
+                        srtt_s: pa.sender.and_then(|s| s.srtt).map(as_secs_f64),
+                        cwnd_mean_bytes: pr.cwnd_mean_bytes,
+                        cwnd_bytes: pa.sender.map(|s| s.cwnd),
+                        share: (r.goodput_bps > 0.0).then(|| pr.goodput_bps / r.goodput_bps),
+                        links: self.link_names(i, f.tracks.start + k as u32..f.tracks.start + k as u32 + 1),
+                    }
+                })
+                .collect();
+            let log = report.congestion_log;
+            flows.push(FlowResult {
+                name: f.name.clone(),
+                kind: endpoint.endpoint.kind(),
+                src: self.node_names[f.src.idx()].clone(),
+                dst: self.node_names[f.dst.idx()].clone(),
+                throughput_bps: r.throughput_bps,
+                goodput_bps: r.goodput_bps,
+                loss_rate: r.loss_rate,
+                retransmits: c.transport.retransmits,
+                packets_sent: c.acct.data_packets_sent,
+                packets_lost: c.acct.data_packets_dropped,
+                packets_received: c.transport.packets_received,
+                bytes_delivered: c.transport.read_bytes,
+                timeouts: c.transport.timeouts,
+                fast_retransmits: c.transport.fast_retransmits,
+                ecn_reductions: c.transport.ecn_reductions,
+                window_probes: c.transport.window_probes,
+                window_updates: c.transport.window_updates,
+                rtt_mean_s: r.rtt_mean_s,
+                rtt_min_s: now_state.and_then(|s| s.min_rtt).map(as_secs_f64),
+                srtt_s: now_state.and_then(|s| s.srtt).map(as_secs_f64),
+                rto_s: now_state.map(|s| as_secs_f64(s.rto)),
+                cwnd_mean_bytes: r.cwnd_mean_bytes,
+                cwnd_bytes: now_state.map(|s| s.cwnd),
+                ssthresh_bytes: now_state.and_then(|s| s.ssthresh),
+                congestion_control: report.congestion_control,
+                completion_time_s: report.completed_at.map(as_secs_f64),
+                congestion_events: (!log.is_empty()).then_some(log),
+                links: self.link_names(i, f.tracks.clone()),
+                subflows,
+                accounting: Accounting {
+                    sent_bytes: acct.sent_bytes,
+                    delivered_bytes: acct.delivered_bytes,
+                    dropped_bytes: acct.dropped_bytes,
+                    in_flight_bytes: in_flight[i],
+                },
+            });
+        }
         let links = self
             .channels
             .iter()
@@ -192,8 +295,8 @@ impl Simulation {
                 let k = stop.channels[i].since(&start.channels[i]);
                 LinkResult {
                     name: c.name.clone(),
-                    from: self.node_names[c.from as usize].clone(),
-                    to: self.node_names[c.to as usize].clone(),
+                    from: self.node_names[c.from.idx()].clone(),
+                    to: self.node_names[c.to.idx()].clone(),
                     rate_bps: c.rate_bps,
                     delay_s: as_secs_f64(c.delay),
                     tx_packets: k.tx_packets,
@@ -217,7 +320,7 @@ impl Simulation {
             wall_s,
             flows,
             links,
-            series: self.series.take(),
+            series: self.meter.series.take(),
             unroutable_packets: self.unroutable,
         }
     }

@@ -15,8 +15,56 @@ macro_rules! counters {
             pub fn since(&self, earlier: &Self) -> Self {
                 Self { $($field: self.$field - earlier.$field,)* }
             }
+
+            /// Field-by-field sum (the two ends of a flow, or its paths).
+            #[allow(dead_code)]
+            pub fn plus(&self, other: &Self) -> Self {
+                Self { $($field: self.$field + other.$field,)* }
+            }
         }
     };
+}
+
+crate::counters! {
+    /// What a transport endpoint counts, in one struct for every protocol: the
+    /// sending end fills the first group, the receiving end the second, so a
+    /// flow's totals are the sum of its two ends (`plus`). Cumulative from
+    /// the start of the run; a measurement window is a difference (`since`).
+    pub struct TransportCounters {
+        // ---- sending end
+        /// Data packets sent (segments or datagrams), retransmissions included.
+        pub packets_sent: u64,
+        /// Payload bytes sent, retransmissions included.
+        pub bytes_sent: u64,
+        /// Segments sent again (fast, partial-ACK, SACK-driven or after a timeout).
+        pub retransmits: u64,
+        /// Fast-retransmit / recovery entries.
+        pub fast_retransmits: u64,
+        /// Window reductions in response to ECN echoes (RFC 3168).
+        pub ecn_reductions: u64,
+        pub timeouts: u64,
+        /// Zero-window probes sent on the persist timer.
+        pub window_probes: u64,
+        pub acks_received: u64,
+        /// Integral of cwnd over time (bytes·ns), for a time-weighted mean.
+        pub cwnd_area: f64,
+        pub rtt_samples: u64,
+        pub rtt_sum_ns: u64,
+        // ---- receiving end
+        /// Data packets that arrived (duplicates too).
+        pub packets_received: u64,
+        /// Bytes on the wire of every data packet that arrived.
+        pub wire_bytes_received: u64,
+        /// New in-order bytes placed in the receive buffer.
+        pub delivered_bytes: u64,
+        /// Bytes the receiving application read: goodput.
+        pub read_bytes: u64,
+        pub duplicate_packets: u64,
+        pub out_of_order_packets: u64,
+        pub acks_sent: u64,
+        /// ACKs sent only to announce a window the application's reading reopened.
+        pub window_updates: u64,
+    }
 }
 
 #[cfg(test)]

@@ -5,8 +5,9 @@
 //! sending interface would see them.
 
 use crate::engine::Time;
+use crate::error::SimError;
 use crate::net::packet::{Body, Packet};
-use crate::net::{iface_addr, IfaceId};
+use crate::net::{iface_addr, ChannelId, IfaceId};
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 
@@ -18,13 +19,54 @@ pub struct PcapWriter {
     buf: Vec<u8>,
 }
 
-/// Ports of a flow: sources count up from 10000, the destination is iperf's 5201.
-pub fn flow_ports(flow: u32, towards_receiver: bool) -> (u16, u16) {
-    let client = 10000u16.wrapping_add(flow as u16);
-    if towards_receiver {
-        (client, 5201)
-    } else {
-        (5201, client)
+/// The captures of one run: which link directions are recorded, and where.
+#[derive(Default)]
+pub struct Captures {
+    /// Per channel: index into `writers`.
+    of_channel: Vec<Option<usize>>,
+    writers: Vec<PcapWriter>,
+    /// The first write error (reported at the end of the run).
+    error: Option<String>,
+}
+
+impl Captures {
+    pub fn new(channels: usize) -> Self {
+        Self { of_channel: vec![None; channels], ..Self::default() }
+    }
+
+    /// Record `channel` into a new file at `path`.
+    pub fn add(&mut self, channel: ChannelId, path: &str) -> io::Result<()> {
+        let w = PcapWriter::create(path)?;
+        self.of_channel[channel.idx()] = Some(self.writers.len());
+        self.writers.push(w);
+        Ok(())
+    }
+
+    /// Whether `channel` is recorded (checked on the hot path first).
+    #[inline]
+    pub fn records(&self, channel: ChannelId) -> bool {
+        self.of_channel.get(channel.idx()).is_some_and(|w| w.is_some())
+    }
+
+    pub fn capture(&mut self, channel: ChannelId, at: Time, pkt: &Packet) {
+        if let Some(w) = self.of_channel[channel.idx()] {
+            if let Err(e) = self.writers[w].write(at, pkt) {
+                self.error.get_or_insert(e.to_string());
+            }
+        }
+    }
+
+    /// Flush every file; the first error of the run, if any.
+    pub fn finish(&mut self) -> Result<(), SimError> {
+        for w in std::mem::take(&mut self.writers) {
+            if let Err(e) = w.finish() {
+                self.error.get_or_insert(e.to_string());
+            }
+        }
+        match &self.error {
+            Some(e) => Err(SimError::Output(format!("pcap: could not write capture: {e}"))),
+            None => Ok(()),
+        }
     }
 }
 
@@ -41,8 +83,8 @@ impl PcapWriter {
         Ok(Self { out, buf: Vec::with_capacity(128) })
     }
 
-    pub fn write(&mut self, at: Time, pkt: &Packet, ports: (u16, u16)) -> io::Result<()> {
-        let orig_len = encode_headers(&mut self.buf, pkt, ports);
+    pub fn write(&mut self, at: Time, pkt: &Packet) -> io::Result<()> {
+        let orig_len = encode_headers(&mut self.buf, pkt);
         let (sec, nsec) = ((at / 1_000_000_000) as u32, (at % 1_000_000_000) as u32);
         self.out.write_all(&sec.to_le_bytes())?;
         self.out.write_all(&nsec.to_le_bytes())?;
@@ -61,8 +103,9 @@ fn addr(iface: IfaceId) -> [u8; 4] {
 }
 
 /// Write IPv4 + transport headers into `buf`; return the packet's full length.
-fn encode_headers(buf: &mut Vec<u8>, pkt: &Packet, (sport, dport): (u16, u16)) -> u32 {
+fn encode_headers(buf: &mut Vec<u8>, pkt: &Packet) -> u32 {
     buf.clear();
+    let (sport, dport) = (pkt.src_port, pkt.dst_port);
     let mut l4 = Vec::with_capacity(64);
     let (proto, payload) = match &pkt.body {
         Body::Tcp(seg) => {
@@ -71,10 +114,10 @@ fn encode_headers(buf: &mut Vec<u8>, pkt: &Packet, (sport, dport): (u16, u16)) -
             let pad = pkt.size.saturating_sub(seg.len + 40 + seg.sack.option_bytes()).min(40) as usize;
             let mut opts = vec![1u8; pad - pad % 4];
             let room = (40 - opts.len()).saturating_sub(4) / 8;
-            let blocks = &seg.sack.as_slice()[..seg.sack.as_slice().len().min(room)];
+            let blocks: Vec<(u64, u64)> = seg.sack.iter(seg.ack).take(room).collect();
             if !blocks.is_empty() {
                 opts.extend_from_slice(&[1, 1, 5, (2 + 8 * blocks.len()) as u8]);
-                for &(s, e) in blocks {
+                for &(s, e) in &blocks {
                     opts.extend_from_slice(&(s as u32).to_be_bytes());
                     opts.extend_from_slice(&(e as u32).to_be_bytes());
                 }

@@ -19,6 +19,28 @@ pub struct FlowSeries {
     pub goodput_bps: Vec<f64>,
     pub cwnd_bytes: Vec<Option<u64>>,
     pub srtt_s: Vec<Option<f64>>,
+    /// The same per path, for flows with several (MPTCP subflows).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub subflows: Vec<FlowSeries>,
+}
+
+impl FlowSeries {
+    /// Samples taken so far.
+    pub fn time_len(&self) -> usize {
+        self.goodput_bps.len()
+    }
+
+    /// A series that starts late: `missing` samples of nothing first.
+    pub fn padded(name: String, missing: usize) -> Self {
+        Self {
+            name,
+            throughput_bps: vec![0.0; missing],
+            goodput_bps: vec![0.0; missing],
+            cwnd_bytes: vec![None; missing],
+            srtt_s: vec![None; missing],
+            subflows: Vec::new(),
+        }
+    }
 }
 
 /// Queue occupancy of one link direction at each sample time.

@@ -1,29 +1,38 @@
-//! TCP: a bulk-data sender and a receiver, as separate sans-IO endpoints.
+//! TCP: the sending and the receiving half of a connection, as sans-IO
+//! sockets that applications (`app`) own and write to or read from.
 //!
 //! Modelled: slow start and congestion avoidance (through `cc`), Reno,
 //! NewReno (RFC 6582) and SACK (RFC 2018 / RFC 6675) loss recovery, limited
 //! transmit (RFC 3042), RTO (RFC 6298) with Karn's rule and backoff, delayed
-//! ACKs, a receive window from the receiver's buffer and a send-buffer limit.
+//! ACKs, send and receive socket buffers with back-pressure: the receive
+//! window is the free space of the receiver's buffer, which fills until the
+//! application reads; window updates when reading reopens it (receiver SWS
+//! avoidance); a persist timer with zero-window probes; Nagle's rule for
+//! short segments.
 //!
 //! Simplified (stated so results are read correctly): no handshake (data
 //! starts at the flow's start time; connection set-up and teardown are not
 //! modelled), no FIN, 64-bit sequence numbers without wrap-around, window
-//! scaling always available, an application that reads instantly, and RTT
-//! timed on one segment per round trip (no timestamps option).
+//! scaling always available, and RTT timed on one segment per round trip
+//! (no timestamps option).
 
 mod ranges;
 mod receiver;
 mod rtt;
+mod send_buffer;
 mod sender;
 
-pub use receiver::{TcpReceiver, TcpReceiverStats};
-pub use rtt::RttEstimator;
 pub use ranges::RangeSet;
-pub use sender::{CongestionRecord, TcpSender, TcpSenderStats};
+pub use receiver::TcpReceiver;
+pub use rtt::RttEstimator;
+pub use send_buffer::SendBuffer;
+pub use sender::{CongestionRecord, TcpSender};
 
-use crate::cc::ControllerKind;
+use crate::cc::CcConfig;
 use crate::engine::Time;
+use crate::error::SimError;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Loss-recovery algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
@@ -72,7 +81,11 @@ pub struct TcpConfig {
     pub initial_window: u32,
     /// Initial ssthresh in bytes; `None` = unlimited.
     pub initial_ssthresh: Option<u64>,
-    pub cc: ControllerKind,
+    /// Congestion controller, by name (see `cc::CONTROLLERS`).
+    pub cc: String,
+    /// The controller's parameters (checked against its declaration).
+    #[serde(default)]
+    pub cc_params: BTreeMap<String, serde_json::Value>,
     pub recovery: Recovery,
     /// Receiver socket buffer (bytes): the receive window.
     pub rcvbuf: u64,
@@ -101,6 +114,9 @@ pub struct TcpConfig {
     pub ecn: bool,
     #[serde(default)]
     pub semantics: Semantics,
+    /// TCP_NODELAY: send short segments without waiting for ACKs (no Nagle).
+    #[serde(default)]
+    pub nodelay: bool,
 }
 
 impl Default for TcpConfig {
@@ -111,7 +127,8 @@ impl Default for TcpConfig {
             header_bytes: 40,
             initial_window: 3,
             initial_ssthresh: None,
-            cc: ControllerKind::Reno,
+            cc: "reno".into(),
+            cc_params: BTreeMap::new(),
             recovery: Recovery::Sack,
             rcvbuf: 1 << 30,
             sndbuf: 1 << 30,
@@ -129,9 +146,96 @@ impl Default for TcpConfig {
             log_congestion: false,
             ecn: false,
             semantics: Semantics::Rfc,
+            nodelay: false,
         }
     }
 }
 
+impl TcpConfig {
+    /// Settings for this connection's controller.
+    pub fn controller_config(&self) -> CcConfig {
+        let mss = self.mss as u64;
+        CcConfig {
+            mss,
+            initial_window: self.initial_window as u64 * mss,
+            initial_ssthresh: self.initial_ssthresh.unwrap_or(u64::MAX),
+            abc_limit: self.abc_limit as u64,
+        }
+    }
+
+    /// Every rule a TCP configuration must meet, in one place: the Python
+    /// layer calls this too (through `check_tcp_json`), so a mistake gets the
+    /// same message whichever side finds it. `field` prefixes the names
+    /// (e.g. "tcp." or "flow 'bulk'.").
+    pub fn validate(&self, field: &str) -> Result<(), SimError> {
+        self.validate_settings(field)?;
+        crate::cc::check(field, &self.cc, &self.cc_params).map(|_| ())
+    }
+
+    /// Every rule but the controller's (the emu backend runs the kernel's
+    /// controllers, which the simulator need not have).
+    pub fn validate_settings(&self, field: &str) -> Result<(), SimError> {
+        let bad = |k: &str, why: String| Err(SimError::invalid(format!("{field}{k}"), why));
+        if self.mss == 0 || self.mss > 65495 {
+            return bad("mss", format!("{} B is not allowed (1 to 65495 B)", self.mss));
+        }
+        if self.header_bytes < 40 || self.header_bytes > 120 {
+            return bad("header_bytes", format!("{} is not allowed (40 to 120; IPv4 20 + TCP 20 at least)", self.header_bytes));
+        }
+        if self.mss as u64 + self.header_bytes as u64 > 65535 {
+            return bad("mss", format!("{} B + {} B of headers do not fit in an IPv4 packet (at most 65535 B)", self.mss, self.header_bytes));
+        }
+        if self.initial_window == 0 {
+            return bad("initial_window", "must be at least 1 segment".into());
+        }
+        for (k, v) in [("dupthresh", self.dupthresh), ("delack_count", self.delack_count), ("abc_limit", self.abc_limit)] {
+            if v == 0 {
+                return bad(k, "must be at least 1".into());
+            }
+        }
+        if !(1..=4).contains(&self.max_sack_blocks) {
+            return bad("max_sack_blocks", format!("{} is not allowed (1 to 4)", self.max_sack_blocks));
+        }
+        for (k, buf) in [("rcvbuf", self.rcvbuf), ("sndbuf", self.sndbuf)] {
+            if buf > u32::MAX as u64 {
+                return bad(k, format!("{buf} B (from window or {k}) is too large (allowed: up to 4 GiB − 1; TCP's window scaling reaches 1 GiB)"));
+            }
+            if buf < self.mss as u64 {
+                return bad(k, format!(
+                    "{buf} B (from window or {k}) is smaller than one segment (mss {} B); a sender could never send: allowed is at least the mss",
+                    self.mss
+                ));
+            }
+        }
+        for (k, t) in [("rto_min", self.rto_min), ("rto_max", self.rto_max), ("rto_initial", self.rto_initial),
+                       ("delack_timeout", self.delack_timeout), ("clock_granularity", self.clock_granularity)] {
+            crate::sim::check_time(&format!("{field}{k}"), t)?;
+        }
+        if self.rto_min == 0 || self.rto_initial == 0 {
+            return bad("rto_min", "rto_min and rto_initial must be longer than zero (e.g. \"200ms\", \"1s\")".into());
+        }
+        if self.rto_initial > self.rto_max {
+            return bad("rto_initial", format!("{} s is larger than rto_max ({} s)", secs(self.rto_initial), secs(self.rto_max)));
+        }
+        if self.rto_min > self.rto_max {
+            return bad("rto_min", format!("{} s is larger than rto_max ({} s)", secs(self.rto_min), secs(self.rto_max)));
+        }
+        if self.semantics == Semantics::Ns2 && self.recovery != Recovery::Tahoe {
+            return bad("semantics", format!(
+                "\"ns2\" follows ns-2's Agent/TCP, which is Tahoe, and needs recovery = \"tahoe\" (got recovery = \"{}\"); allowed: semantics = \"rfc\" with any recovery",
+                serde_json::to_value(self.recovery).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Seconds, shortest form (for messages): 0.2, 1, 60.
+fn secs(t: Time) -> f64 {
+    t as f64 / 1e9
+}
+
+#[cfg(test)]
+mod back_to_back;
 #[cfg(test)]
 mod tests;

@@ -1,28 +1,18 @@
 //! The receiving end of a TCP connection (sans-IO): cumulative ACKs, SACK
-//! blocks (RFC 2018), delayed ACKs, and a receive window from the socket
-//! buffer. The application reads in-order data as soon as it arrives.
+//! blocks (RFC 2018), delayed ACKs, and a receive buffer that fills until the
+//! application reads it. The advertised window is the buffer's free space;
+//! reading reopens it, and a window update goes out when it has opened
+//! enough (receiver SWS avoidance, RFC 9293 §3.8.6.2.2 / RFC 1122 §4.2.3.3).
 
 use super::{RangeSet, Recovery, TcpConfig};
+use crate::endpoint::{Outbox, Transmit};
 use crate::engine::Time;
 use crate::net::packet::{tcp_flags, Body, SackBlocks, TcpSegment};
-use crate::transport::Transmit;
-
-crate::counters! {
-    pub struct TcpReceiverStats {
-        pub segments_received: u64,
-        /// Bytes on the wire of every data segment that arrived (duplicates too).
-        pub wire_bytes_received: u64,
-        /// New in-order bytes handed to the application.
-        pub goodput_bytes: u64,
-        pub duplicate_segments: u64,
-        pub out_of_order_segments: u64,
-        pub acks_sent: u64,
-    }
-}
-
+use crate::trace::counters::TransportCounters;
 
 pub struct TcpReceiver {
     header_bytes: u32,
+    mss: u64,
     rcvbuf: u64,
     sack: bool,
     delayed_ack: bool,
@@ -31,6 +21,11 @@ pub struct TcpReceiver {
     max_sack_blocks: usize,
     /// Next in-order byte expected.
     rcv_nxt: u64,
+    /// Next byte the application will read: [read, rcv_nxt) waits in the buffer.
+    read: u64,
+    /// The application waits in read() (an iperf server): in-order data is
+    /// read the moment it arrives, before the ACK is built.
+    reader_waiting: bool,
     /// Out-of-order data held above rcv_nxt.
     out_of_order: RangeSet,
     /// Right edge of the last advertised window; never moves left (RFC 9293
@@ -45,13 +40,14 @@ pub struct TcpReceiver {
     /// Starts of recently received out-of-order segments, newest first: the
     /// first SACK block covers the newest, then the most recently reported.
     recent: Vec<u64>,
-    stats: TcpReceiverStats,
+    stats: TransportCounters,
 }
 
 impl TcpReceiver {
     pub fn new(cfg: &TcpConfig) -> Self {
         Self {
             header_bytes: cfg.header_bytes,
+            mss: cfg.mss as u64,
             rcvbuf: cfg.rcvbuf,
             sack: cfg.recovery == Recovery::Sack,
             delayed_ack: cfg.delayed_ack,
@@ -59,41 +55,103 @@ impl TcpReceiver {
             delack_count: cfg.delack_count.max(1),
             max_sack_blocks: cfg.max_sack_blocks as usize,
             rcv_nxt: 0,
+            read: 0,
+            reader_waiting: false,
             out_of_order: RangeSet::default(),
             right_edge: cfg.rcvbuf,
             unacked_segments: 0,
             delack_deadline: None,
             echo_ce: false,
             recent: Vec::with_capacity(8),
-            stats: TcpReceiverStats::default(),
+            stats: TransportCounters::default(),
         }
     }
 
-    pub fn stats(&self) -> &TcpReceiverStats {
+    /// Whether the application waits in read(), taking in-order data as it
+    /// arrives (then the buffer only ever holds out-of-order data).
+    pub fn set_reader_waiting(&mut self, waiting: bool) {
+        self.reader_waiting = waiting;
+    }
+
+    pub fn stats(&self) -> &TransportCounters {
         &self.stats
     }
     pub fn rcv_nxt(&self) -> u64 {
         self.rcv_nxt
     }
+    /// In-order bytes waiting for the application.
+    pub fn readable(&self) -> u64 {
+        self.rcv_nxt - self.read
+    }
+    /// Bytes held in the buffer: unread in-order data and out-of-order data.
+    pub fn buffered(&self) -> u64 {
+        self.readable() + self.held()
+    }
+    /// Out-of-order bytes held above rcv_nxt.
+    fn held(&self) -> u64 {
+        self.out_of_order.ranges().iter().map(|(s, e)| e - s).sum()
+    }
+    /// The window the last ACK advertised, from rcv_nxt.
+    pub fn advertised(&self) -> u64 {
+        self.right_edge - self.rcv_nxt
+    }
     pub fn poll_at(&self) -> Option<Time> {
         self.delack_deadline
     }
 
+    /// The application reads up to `max` bytes; returns how many. If that
+    /// reopens the window enough, a window update goes out.
+    pub fn read(&mut self, max: u64, out: &mut Outbox) -> u64 {
+        let n = max.min(self.readable());
+        if n == 0 {
+            return 0;
+        }
+        self.read += n;
+        self.stats.read_bytes += n;
+        // Announce the reopened window when it has grown by the SWS
+        // threshold and at least doubled (after Linux's __tcp_cleanup_rbuf):
+        // a closed window always reopens with an update, a wide one does not
+        // cost an ACK per read.
+        let was = self.advertised();
+        let could = self.window_edge() - self.rcv_nxt;
+        if could >= was + self.sws_threshold() && could >= 2 * was {
+            self.stats.window_updates += 1;
+            self.send_ack(out);
+        }
+        n
+    }
+
     /// A data segment arrived; `wire_size` is its size on the wire and `ce`
     /// whether a router marked it Congestion Experienced.
-    pub fn on_segment(&mut self, now: Time, seg: &TcpSegment, wire_size: u32, ce: bool, out: &mut Vec<Transmit>) {
+    pub fn on_segment(&mut self, now: Time, seg: &TcpSegment, wire_size: u32, ce: bool, out: &mut Outbox) {
         if seg.flags & tcp_flags::CWR != 0 {
             self.echo_ce = false;
         }
         if ce {
             self.echo_ce = true;
         }
-        self.stats.segments_received += 1;
+        if seg.len == 0 {
+            // A zero-window probe (below the window) is answered with the
+            // current window; any other segment without data is not
+            // (RFC 9293 §3.10.7.4: ACK what cannot be accepted).
+            if seg.seq < self.rcv_nxt {
+                self.send_ack(out);
+            }
+            return;
+        }
+        self.stats.packets_received += 1;
         self.stats.wire_bytes_received += wire_size as u64;
-        let end = seg.seq + seg.len as u64;
+        // Never hold more than the buffer: bytes beyond the advertised right
+        // edge are not accepted (our senders respect the window, so this
+        // only trims what a shrunken window would have refused).
+        let end = (seg.seq + seg.len as u64).min(self.right_edge.max(self.rcv_nxt));
         if end <= self.rcv_nxt {
             // Duplicate: ACK at once so the sender learns where we are.
-            self.stats.duplicate_segments += 1;
+            self.stats.duplicate_packets += 1;
+            return self.send_ack(out);
+        }
+        if end <= seg.seq {
+            // Entirely beyond the window: refused; the ACK restates the window.
             return self.send_ack(out);
         }
         let had_hole = !self.out_of_order.is_empty();
@@ -108,7 +166,11 @@ impl TcpReceiver {
                 self.rcv_nxt = self.rcv_nxt.max(e);
                 self.out_of_order.prune_below(self.rcv_nxt);
             }
-            self.stats.goodput_bytes += self.rcv_nxt - old;
+            self.stats.delivered_bytes += self.rcv_nxt - old;
+            if self.reader_waiting {
+                self.stats.read_bytes += self.rcv_nxt - self.read;
+                self.read = self.rcv_nxt;
+            }
             if had_hole || !self.delayed_ack {
                 // Filling (part of) a hole is ACKed immediately (RFC 5681 §4.2).
                 return self.send_ack(out);
@@ -121,7 +183,7 @@ impl TcpReceiver {
             }
         } else {
             // Out of order: hold it and ACK immediately (RFC 5681 §4.2).
-            self.stats.out_of_order_segments += 1;
+            self.stats.out_of_order_packets += 1;
             self.out_of_order.add(seg.seq, end);
             self.recent.retain(|&s| s != seg.seq);
             self.recent.insert(0, seg.seq);
@@ -130,17 +192,31 @@ impl TcpReceiver {
         }
     }
 
-    pub fn on_timer(&mut self, now: Time, out: &mut Vec<Transmit>) {
+    pub fn on_timer(&mut self, now: Time, out: &mut Outbox) {
         if self.delack_deadline.is_some_and(|d| now >= d) {
             self.send_ack(out);
         }
     }
 
+    /// Receiver SWS avoidance: the right edge moves only in steps of at
+    /// least min(RcvBuf / 2, MSS).
+    fn sws_threshold(&self) -> u64 {
+        (self.rcvbuf / 2).min(self.mss)
+    }
+
+    /// The right edge the buffer's free space allows now.
+    fn window_edge(&self) -> u64 {
+        let edge = self.read + self.rcvbuf.saturating_sub(self.held());
+        if edge >= self.right_edge + self.sws_threshold() {
+            edge
+        } else {
+            self.right_edge
+        }
+    }
+
     fn advertised_window(&mut self) -> u32 {
-        let held: u64 = self.out_of_order.ranges().iter().map(|(s, e)| e - s).sum();
-        let edge = self.rcv_nxt + self.rcvbuf.saturating_sub(held);
-        self.right_edge = self.right_edge.max(edge);
-        (self.right_edge - self.rcv_nxt).min(u32::MAX as u64) as u32
+        self.right_edge = self.window_edge();
+        (self.right_edge.saturating_sub(self.rcv_nxt)).min(u32::MAX as u64) as u32
     }
 
     fn sack_blocks(&mut self) -> SackBlocks {
@@ -154,11 +230,11 @@ impl TcpReceiver {
         // Newest first, then the most recently reported, then the rest from the top.
         let recent = self.recent.iter().filter_map(|&s| containing(s));
         for block in recent.chain(ranges.iter().rev().copied()) {
-            if blocks.n as usize >= limit {
+            if blocks.len() >= limit {
                 break;
             }
-            if !blocks.as_slice().contains(&block) {
-                blocks.push(block);
+            if !blocks.iter(self.rcv_nxt).any(|b| b == block) {
+                blocks.push(self.rcv_nxt, block);
             }
         }
         let rcv_nxt = self.rcv_nxt;
@@ -166,13 +242,13 @@ impl TcpReceiver {
         blocks
     }
 
-    fn send_ack(&mut self, out: &mut Vec<Transmit>) {
+    fn send_ack(&mut self, out: &mut Outbox) {
         self.unacked_segments = 0;
         self.delack_deadline = None;
         self.stats.acks_sent += 1;
         let sack = self.sack_blocks();
         let flags = tcp_flags::ACK | if self.echo_ce { tcp_flags::ECE } else { 0 };
         let seg = TcpSegment { seq: 0, len: 0, ack: self.rcv_nxt, wnd: self.advertised_window(), flags, sack };
-        out.push(Transmit { body: Body::Tcp(seg), size: self.header_bytes + sack.option_bytes(), ect: false });
+        out.push(Transmit::new(Body::Tcp(seg), self.header_bytes + sack.option_bytes(), false));
     }
 }

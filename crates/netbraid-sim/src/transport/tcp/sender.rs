@@ -1,40 +1,23 @@
-//! The sending end of a bulk TCP connection (sans-IO).
+//! The sending end of a TCP connection (sans-IO).
 //!
-//! Loss detection and recovery live here; window growth and reduction are
-//! delegated to a `CongestionControl`. Sequence numbers are byte offsets;
-//! every segment starts at a multiple of the MSS, so "the segment at seq" is
-//! well defined for retransmission and SACK bookkeeping.
+//! The sender sends what its send buffer holds (`SendBuffer`: the
+//! application, a scheduler or a relay fills it) and keeps the list of the
+//! segments it actually sent, of any length, for retransmission and SACK
+//! bookkeeping. Loss detection and recovery live here; window growth and
+//! reduction are delegated to a `CongestionControl` handed in ready-made.
+//! When the peer's window is closed and nothing is in flight, the persist
+//! timer sends zero-window probes with exponential backoff (RFC 9293 §3.8.6.1).
 
+use super::send_buffer::SendBuffer;
 use super::{RangeSet, Recovery, RttEstimator, Semantics, TcpConfig};
-use crate::cc::{new_controller, AckEvent, CcConfig, CongestionControl};
-use crate::engine::time::as_secs_f64;
+use crate::cc::{AckEvent, CongestionControl, SubflowView};
+use crate::endpoint::{Outbox, SenderState, Transmit};
+use crate::engine::time::{as_secs_f64, earliest};
 use crate::engine::Time;
+use crate::error::SimError;
 use crate::net::packet::{tcp_flags, Body, TcpSegment};
-use crate::transport::Transmit;
+use crate::trace::counters::TransportCounters;
 use serde::Serialize;
-
-crate::counters! {
-    /// Cumulative counters of a sender.
-    pub struct TcpSenderStats {
-        /// Data segments sent, retransmissions included.
-        pub segments_sent: u64,
-        /// Payload bytes sent, retransmissions included.
-        pub bytes_sent: u64,
-        /// Segments sent again (fast, partial-ACK, SACK-driven or after a timeout).
-        pub retransmits: u64,
-        /// Fast-retransmit / recovery entries.
-        pub fast_retransmits: u64,
-        /// Window reductions in response to ECN echoes (RFC 3168).
-        pub ecn_reductions: u64,
-        pub timeouts: u64,
-        pub acks_received: u64,
-        /// Integral of cwnd over time (bytes·ns), for a time-weighted mean.
-        pub cwnd_area: f64,
-        pub rtt_samples: u64,
-        pub rtt_sum_ns: u64,
-    }
-}
-
 
 /// One congestion event, for traces and tests.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -49,19 +32,66 @@ pub struct CongestionRecord {
     pub ssthresh: u64,
 }
 
+/// A segment that was sent: its first byte and its length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Sent {
+    seq: u64,
+    len: u64,
+}
+
+/// The segments in [snd_una, snd_max), oldest first: a vector with a moving
+/// head, so that acknowledging the oldest is an index step (space is
+/// reclaimed in bulk) — cheaper on the per-ACK path than a ring buffer.
+#[derive(Default)]
+struct SentList {
+    v: Vec<Sent>,
+    head: usize,
+}
+
+impl SentList {
+    fn as_slice(&self) -> &[Sent] {
+        &self.v[self.head..]
+    }
+    fn push(&mut self, s: Sent) {
+        self.v.push(s);
+    }
+    /// Everything below `ack` is acknowledged; a segment acknowledged
+    /// part-way (not by our receivers, which ACK whole segments) keeps its rest.
+    fn ack(&mut self, ack: u64) {
+        let mut h = self.head;
+        while h < self.v.len() && self.v[h].seq + self.v[h].len <= ack {
+            h += 1;
+        }
+        if let Some(s) = self.v.get_mut(h).filter(|s| s.seq < ack) {
+            s.len -= ack - s.seq;
+            s.seq = ack;
+        }
+        if h == self.v.len() {
+            self.v.clear();
+            h = 0;
+        } else if h >= 64 && 2 * h >= self.v.len() {
+            self.v.drain(..h);
+            h = 0;
+        }
+        self.head = h;
+    }
+}
+
 pub struct TcpSender {
     cfg: TcpConfig,
     mss: u64,
     cc: Box<dyn CongestionControl>,
     rtt: RttEstimator,
+    buf: SendBuffer,
+    /// Every segment in [snd_una, snd_max), oldest first, as it was sent
+    /// (retransmissions reuse the boundaries).
+    sent: SentList,
     /// Oldest unacknowledged byte.
     snd_una: u64,
     /// Next byte to send (below snd_max after a timeout: go-back-N).
     snd_nxt: u64,
     /// One past the highest byte ever sent.
     snd_max: u64,
-    /// End of the application's data (u64::MAX = unlimited backlog).
-    app_end: u64,
     started: bool,
     /// Peer's advertised window.
     rwnd: u64,
@@ -88,40 +118,45 @@ pub struct TcpSender {
     /// retransmission that covers it (Karn).
     timed: Option<(u64, Time)>,
     rto_deadline: Option<Time>,
+    /// Persist timer: armed while the peer's window keeps data back and
+    /// nothing is in flight to bring a window update.
+    persist_deadline: Option<Time>,
+    /// Probes sent since the window last opened (the persist backoff).
+    persist_backoff: u32,
     /// snd_una at the last timeout, to apply the ssthresh reduction only on
     /// the first timeout of a segment.
     last_timeout_una: Option<u64>,
+    /// snd_una at the last two loss events (fast retransmit, timeout, ECN),
+    /// latest first: what coupled controllers learn of a subflow's losses.
+    una_at_loss: [u64; 2],
+    /// Rounds (round trips) so far, and snd_max when this one began.
+    round: u64,
+    round_end: u64,
     cwnd_clock: Time,
     /// snd_max at the last ECN reduction: one reduction per window.
     ecn_recover: u64,
     /// Set CWR on the next new segment.
     send_cwr: bool,
-    stats: TcpSenderStats,
+    stats: TransportCounters,
     log: Vec<CongestionRecord>,
     completed_at: Option<Time>,
 }
 
 impl TcpSender {
-    pub fn new(cfg: TcpConfig) -> Self {
+    /// A sender driving the controller `cc` (built for this connection's MSS
+    /// and initial window; see `controller_config`).
+    pub fn new(cfg: TcpConfig, cc: Box<dyn CongestionControl>) -> Self {
         let mss = cfg.mss as u64;
-        let cc = new_controller(
-            cfg.cc,
-            CcConfig {
-                mss,
-                initial_window: cfg.initial_window as u64 * mss,
-                initial_ssthresh: cfg.initial_ssthresh.unwrap_or(u64::MAX),
-                abc_limit: cfg.abc_limit as u64,
-            },
-        );
         let rtt = RttEstimator::new(cfg.rto_min, cfg.rto_max, cfg.rto_initial, cfg.clock_granularity);
         Self {
             mss,
             cc,
             rtt,
+            buf: SendBuffer::new(cfg.sndbuf),
+            sent: SentList::default(),
             snd_una: 0,
             snd_nxt: 0,
             snd_max: 0,
-            app_end: 0,
             started: false,
             rwnd: cfg.rcvbuf,
             dupacks: 0,
@@ -135,46 +170,105 @@ impl TcpSender {
             rescue_rxt: 0,
             timed: None,
             rto_deadline: None,
+            persist_deadline: None,
+            persist_backoff: 0,
             last_timeout_una: None,
+            una_at_loss: [0, 0],
+            round: 0,
+            round_end: 0,
             cwnd_clock: 0,
             ecn_recover: 0,
             send_cwr: false,
-            stats: TcpSenderStats::default(),
+            stats: TransportCounters::default(),
             log: Vec::new(),
             completed_at: None,
             cfg,
         }
     }
 
-    /// The application hands over data: `Some(n)` more bytes, or `None` for
-    /// an unlimited backlog (iperf-style bulk transfer).
-    pub fn write(&mut self, now: Time, bytes: Option<u64>, out: &mut Vec<Transmit>) {
-        if !self.started {
-            self.started = true;
-            self.cwnd_clock = now;
-        }
-        self.app_end = match bytes {
-            None => u64::MAX,
-            Some(n) => self.app_end.saturating_add(n),
-        };
+    /// A sender with the controller its configuration names (`cfg.cc`).
+    pub fn from_config(cfg: TcpConfig) -> Result<Self, SimError> {
+        let cc = crate::cc::build("", &cfg.cc, &cfg.cc_params, cfg.controller_config())?;
+        Ok(Self::new(cfg, cc))
+    }
+
+    // ---- the application's side ------------------------------------------
+
+    /// A blocked writer hands over `bytes` (None: endlessly, iperf-style);
+    /// they enter the send buffer as acknowledgements free room.
+    pub fn write_all(&mut self, now: Time, bytes: Option<u64>, out: &mut Outbox) {
+        self.begin(now);
+        self.buf.write_all(bytes);
+        self.send_available(now, out);
+    }
+
+    /// Non-blocking write: takes what fits in the send buffer now, sends
+    /// what the windows allow, and returns the bytes taken.
+    pub fn write(&mut self, now: Time, bytes: u64, out: &mut Outbox) -> u64 {
+        self.begin(now);
+        let n = self.buf.write(self.snd_una, bytes);
+        self.send_available(now, out);
+        n
+    }
+
+    /// Room for a non-blocking write.
+    pub fn write_space(&self) -> u64 {
+        self.buf.space(self.snd_una)
+    }
+
+    /// The application will write nothing more (shutdown for writing): a
+    /// last short segment goes without waiting.
+    pub fn close(&mut self, now: Time, out: &mut Outbox) {
+        self.buf.close();
         self.send_available(now, out);
     }
 
     /// The application stops writing (iperf's -t ran out): data already
     /// sent is still delivered and acknowledged, nothing new is sent.
-    pub fn close(&mut self) {
-        self.app_end = self.app_end.min(self.snd_max);
+    pub fn stop(&mut self) {
+        self.buf.stop(self.snd_max);
+        self.persist_deadline = None;
+    }
+
+    fn begin(&mut self, now: Time) {
+        if !self.started {
+            self.started = true;
+            self.cwnd_clock = now;
+        }
     }
 
     // ---- accessors -------------------------------------------------------
 
-    pub fn stats(&self) -> &TcpSenderStats {
+    pub fn stats(&self) -> &TransportCounters {
         &self.stats
     }
     /// Stats with the cwnd integral brought up to `now`.
-    pub fn stats_at(&mut self, now: Time) -> TcpSenderStats {
+    pub fn stats_at(&mut self, now: Time) -> TransportCounters {
         self.account_cwnd(now);
         self.stats
+    }
+    /// Window, thresholds and timers now.
+    pub fn state(&self) -> SenderState {
+        SenderState {
+            cwnd: self.cwnd(),
+            ssthresh: (self.ssthresh() != u64::MAX).then(|| self.ssthresh()),
+            srtt: self.srtt(),
+            rto: self.rto(),
+            min_rtt: self.min_rtt(),
+        }
+    }
+    /// What a coupled multipath controller sees of this subflow.
+    pub fn view(&self) -> SubflowView {
+        SubflowView {
+            cwnd: self.cwnd(),
+            ssthresh: self.ssthresh(),
+            srtt: self.srtt(),
+            mss: self.mss,
+            bytes_acked: self.snd_una,
+            bytes_since_loss: self.snd_una - self.una_at_loss[0],
+            bytes_between_losses: self.una_at_loss[0] - self.una_at_loss[1],
+            in_recovery: self.in_recovery,
+        }
     }
     /// Effective congestion window (including fast-recovery inflation).
     pub fn cwnd(&self) -> u64 {
@@ -198,6 +292,9 @@ impl TcpSender {
     pub fn snd_una(&self) -> u64 {
         self.snd_una
     }
+    pub fn snd_max(&self) -> u64 {
+        self.snd_max
+    }
     pub fn in_recovery(&self) -> bool {
         self.in_recovery
     }
@@ -212,13 +309,19 @@ impl TcpSender {
     }
     /// When the sender next needs `on_timer`.
     pub fn poll_at(&self) -> Option<Time> {
-        self.rto_deadline
+        earliest(self.rto_deadline, self.persist_deadline)
     }
 
     // ---- input -----------------------------------------------------------
 
     /// An ACK from the receiver.
-    pub fn on_segment(&mut self, now: Time, seg: &TcpSegment, out: &mut Vec<Transmit>) {
+    pub fn on_segment(&mut self, now: Time, seg: &TcpSegment, out: &mut Outbox) {
+        self.on_segment_with(now, seg, &[], out)
+    }
+
+    /// An ACK from the receiver, with a read-only view of the other subflows
+    /// of the same multipath connection (for coupled controllers).
+    pub fn on_segment_with(&mut self, now: Time, seg: &TcpSegment, siblings: &[SubflowView], out: &mut Outbox) {
         if seg.flags & tcp_flags::ACK == 0 {
             return;
         }
@@ -229,11 +332,12 @@ impl TcpSender {
             return; // older than what we know (reordered): neither its window nor its SACKs are current
         }
         let flight_before = self.snd_max - self.snd_una;
+        let window_changed = seg.wnd as u64 != self.rwnd;
         self.rwnd = seg.wnd as u64;
 
         let mut newly_sacked = 0;
         if self.cfg.recovery == Recovery::Sack {
-            for &(s, e) in seg.sack.as_slice() {
+            for (s, e) in seg.sack.iter(seg.ack) {
                 let (s, e) = (s.max(ack), e.min(self.snd_max));
                 if s < e {
                     newly_sacked += self.sacked.add(s, e);
@@ -246,13 +350,14 @@ impl TcpSender {
         if self.cfg.ecn && seg.flags & tcp_flags::ECE != 0 && !self.in_recovery && ack > self.ecn_recover {
             let cwnd_before = self.cwnd();
             self.cc.on_congestion_event(now, flight_before);
+            self.mark_loss();
             self.ecn_recover = self.snd_max;
             self.send_cwr = true;
             self.stats.ecn_reductions += 1;
             self.record(now, "ecn_reduction", flight_before, cwnd_before);
         }
         if ack > self.snd_una {
-            self.on_new_ack(now, ack, flight_before, out);
+            self.on_new_ack(now, ack, flight_before, siblings, out);
             // RFC 6675 §5 (4b): loss may be evident from SACK information on
             // a cumulative ACK too.
             if self.cfg.recovery == Recovery::Sack && !self.in_recovery && self.snd_una < self.snd_max
@@ -261,9 +366,10 @@ impl TcpSender {
                 self.enter_recovery(now, out);
             }
         } else if ack == self.snd_una && self.snd_max > self.snd_una {
-            // RFC 5681 dupack (our ACKs carry no data and the window never
-            // shrinks); with SACK, RFC 6675: an ACK that SACKs new data.
-            let duplicate = self.cfg.recovery != Recovery::Sack || newly_sacked > 0;
+            // RFC 5681 §2 dupack: no data (our ACKs carry none) and the same
+            // window (a window update is not a dupack); with SACK, RFC 6675:
+            // an ACK that SACKs new data.
+            let duplicate = if self.cfg.recovery == Recovery::Sack { newly_sacked > 0 } else { !window_changed };
             if duplicate {
                 self.dupacks += 1;
                 if self.ns2() && self.cfg.limited_transmit && !self.in_recovery && self.dupacks < self.cfg.dupthresh {
@@ -284,8 +390,9 @@ impl TcpSender {
         self.send_available(now, out);
     }
 
-    fn on_new_ack(&mut self, now: Time, ack: u64, flight_before: u64, out: &mut Vec<Transmit>) {
+    fn on_new_ack(&mut self, now: Time, ack: u64, flight_before: u64, siblings: &[SubflowView], out: &mut Outbox) {
         let newly = ack - self.snd_una;
+        let mut rtt_sample = None;
         if let Some((end, sent)) = self.timed {
             if ack >= end {
                 let sample = now - sent;
@@ -293,9 +400,17 @@ impl TcpSender {
                 self.stats.rtt_samples += 1;
                 self.stats.rtt_sum_ns += sample;
                 self.timed = None;
+                rtt_sample = Some(sample);
             }
         }
+        // A round ends when data sent after it began is acknowledged.
+        let round_start = ack > self.round_end;
+        if round_start {
+            self.round += 1;
+            self.round_end = self.snd_max;
+        }
         self.snd_una = ack;
+        self.sent.ack(ack);
         self.snd_nxt = self.snd_nxt.max(ack);
         self.high_rxt = self.high_rxt.max(ack);
         self.sacked.prune_below(ack);
@@ -304,7 +419,22 @@ impl TcpSender {
         self.last_timeout_una = None;
 
         let mut restart_timer = true;
+        let (srtt, min_rtt, round) = (self.rtt.srtt(), self.rtt.min_rtt, self.round);
+        let event = |cwnd_limited| AckEvent {
+            now,
+            newly_acked: newly,
+            rtt_sample,
+            srtt,
+            min_rtt,
+            flight: flight_before,
+            round,
+            round_start,
+            cwnd_limited,
+            siblings,
+        };
         if self.in_recovery {
+            let ev = event(true);
+            self.cc.on_ack_in_recovery(&ev);
             let full = self.recover.is_some_and(|r| ack >= r);
             match self.cfg.recovery {
                 // Tahoe never enters recovery; Reno leaves on any new ACK.
@@ -332,12 +462,14 @@ impl TcpSender {
             } else {
                 flight_before + self.mss >= cwnd
             };
-            self.cc.on_ack(&AckEvent { now, newly_acked: newly, srtt: self.rtt.srtt(), cwnd_limited });
+            let ev = event(cwnd_limited);
+            self.cc.on_ack(&ev);
         }
 
         if self.snd_una == self.snd_max {
             self.rto_deadline = None;
-            if self.snd_una >= self.app_end && self.completed_at.is_none() {
+            let finished = self.buf.is_closed() && self.buf.end(self.snd_una) == self.snd_una && self.buf.all_written(self.snd_una);
+            if finished && self.completed_at.is_none() {
                 self.completed_at = Some(now);
             }
         } else if restart_timer {
@@ -346,7 +478,10 @@ impl TcpSender {
     }
 
     /// Timer expiry (the simulator calls this at or after `poll_at`).
-    pub fn on_timer(&mut self, now: Time, out: &mut Vec<Transmit>) {
+    pub fn on_timer(&mut self, now: Time, out: &mut Outbox) {
+        if self.persist_deadline.is_some_and(|d| now >= d) {
+            self.probe(now, out);
+        }
         match self.rto_deadline {
             Some(d) if now >= d => {}
             _ => return,
@@ -365,6 +500,7 @@ impl TcpSender {
             self.cc.on_timeout(now, flight, first);
         }
         self.last_timeout_una = Some(self.snd_una);
+        self.mark_loss();
         self.rtt.back_off();
         self.stats.timeouts += 1;
         // Leave any recovery; dupacks for data sent before the timeout must
@@ -386,9 +522,61 @@ impl TcpSender {
         self.record(now, "timeout", flight, cwnd_before);
     }
 
+    // ---- persist timer (RFC 9293 §3.8.6.1, RFC 1122 §4.2.2.17) -----------
+
+    /// Arm the persist timer when the peer's window holds data back and
+    /// nothing in flight will bring a window update; disarm it otherwise.
+    fn update_persist(&mut self, now: Time) {
+        // (data in flight, the common case, decides at once: an ACK will come)
+        let held_back = self.snd_una == self.snd_max
+            && self.started
+            && self.buf.end(self.snd_una) > self.snd_max
+            && self.new_segment_len().is_none();
+        if !held_back {
+            self.persist_deadline = None;
+            self.persist_backoff = 0;
+        } else if self.persist_deadline.is_none() {
+            self.persist_deadline = Some(now + self.persist_interval());
+        }
+    }
+
+    /// RTO × 2^probes, at most RTO_max (Linux's `tcp_probe0_when`).
+    fn persist_interval(&self) -> Time {
+        self.rtt.rto().saturating_mul(1 << self.persist_backoff.min(40)).min(self.cfg.rto_max)
+    }
+
+    /// The persist timer expired: a window probe. If the peer's window has
+    /// room (less than a segment's worth, or the sender would have sent),
+    /// the probe carries that much new data, as Linux's `tcp_write_wakeup`
+    /// does, so a window stuck below one segment still moves; if it is
+    /// closed, a segment below the window (snd_una − 1, no data), which the
+    /// receiver answers with an ACK carrying its current window.
+    fn probe(&mut self, now: Time, out: &mut Outbox) {
+        self.stats.window_probes += 1;
+        self.persist_backoff += 1;
+        self.persist_deadline = Some(now + self.persist_interval());
+        let room = (self.snd_una + self.rwnd).saturating_sub(self.snd_max);
+        let data = self.buf.end(self.snd_una).saturating_sub(self.snd_max);
+        let len = room.min(data).min(self.mss);
+        if len > 0 {
+            self.send_new(now, len, out);
+            self.persist_deadline = None; // in flight now: the RTO covers it
+            return;
+        }
+        let seg = TcpSegment {
+            seq: self.snd_una.saturating_sub(1),
+            len: 0,
+            ack: 0,
+            wnd: self.cfg.rcvbuf.min(u32::MAX as u64) as u32,
+            flags: tcp_flags::ACK,
+            sack: Default::default(),
+        };
+        out.push(Transmit::new(Body::Tcp(seg), self.cfg.header_bytes, false));
+    }
+
     // ---- loss recovery ---------------------------------------------------
 
-    fn enter_recovery(&mut self, now: Time, out: &mut Vec<Transmit>) {
+    fn enter_recovery(&mut self, now: Time, out: &mut Outbox) {
         // One reduction per window of data. NewReno (RFC 6582 §3.2 step 2):
         // only if the ACK covers *more* than `recover`. SACK (RFC 6675 §5.1)
         // and Reno: once snd_una has reached it. For Reno `recover` is set
@@ -411,6 +599,7 @@ impl TcpSender {
                 self.snd_max - self.snd_una - self.limited_transmit_bytes
             };
             self.cc.on_timeout(now, flight, true);
+            self.mark_loss();
             self.recover = Some(self.snd_max);
             self.stats.fast_retransmits += 1;
             if self.ns2() {
@@ -427,6 +616,7 @@ impl TcpSender {
         let cwnd_before = self.cwnd();
         let flight = self.snd_max - self.snd_una - self.limited_transmit_bytes;
         self.cc.on_congestion_event(now, flight);
+        self.mark_loss();
         if self.cfg.recovery != Recovery::Reno {
             self.recover = Some(self.snd_max);
         }
@@ -448,6 +638,11 @@ impl TcpSender {
         self.record(now, "fast_retransmit", flight, cwnd_before);
     }
 
+    /// A loss event: remember where, for the sibling view.
+    fn mark_loss(&mut self) {
+        self.una_at_loss = [self.snd_una, self.una_at_loss[0]];
+    }
+
     fn exit_recovery(&mut self, now: Time) {
         let cwnd_before = self.cwnd();
         self.in_recovery = false;
@@ -467,9 +662,7 @@ impl TcpSender {
             return self.snd_max - self.snd_una;
         }
         let mut pipe = 0;
-        let mut seq = self.snd_una;
-        while seq < self.snd_max {
-            let len = self.segment_len(seq);
+        for &Sent { seq, len } in self.sent.as_slice() {
             if !self.sacked.is_sacked(seq) {
                 if !self.is_lost(seq) {
                     pipe += len;
@@ -478,7 +671,6 @@ impl TcpSender {
                     pipe += len;
                 }
             }
-            seq += len;
         }
         pipe
     }
@@ -488,18 +680,10 @@ impl TcpSender {
     fn next_segment(&self) -> Option<(u64, bool)> {
         let highest = self.sacked.highest().unwrap_or(0);
         let from = self.high_rxt.max(self.snd_una);
+        let sent = self.sent.as_slice();
+        let first = sent.partition_point(|s| s.seq < from);
         let unsacked_below_highest = || {
-            let mut seq = from;
-            std::iter::from_fn(move || {
-                while seq < highest {
-                    let s = seq;
-                    seq += self.segment_len(s);
-                    if !self.sacked.is_sacked(s) {
-                        return Some(s);
-                    }
-                }
-                None
-            })
+            sent[first..].iter().map(|s| s.seq).take_while(move |&s| s < highest).filter(|&s| !self.sacked.is_sacked(s))
         };
         // (1) the first lost, not yet retransmitted segment
         if let Some(s) = unsacked_below_highest().find(|&s| self.is_lost(s)) {
@@ -516,15 +700,8 @@ impl TcpSender {
         // (4) rescue: once per recovery, the highest unSACKed segment
         // (RFC: HighACK > RescueRxt, inclusive; rescue_rxt is an exclusive end)
         if self.snd_una >= self.rescue_rxt {
-            let mut seq = self.snd_una;
-            let mut last = None;
-            while seq < self.snd_max {
-                if !self.sacked.is_sacked(seq) {
-                    last = Some(seq);
-                }
-                seq += self.segment_len(seq);
-            }
-            return last.map(|s| (s, true));
+            let last = self.sent.as_slice().iter().rev().find(|s| !self.sacked.is_sacked(s.seq));
+            return last.map(|s| (s.seq, true));
         }
         None
     }
@@ -533,25 +710,40 @@ impl TcpSender {
 
     /// Length of the already-sent segment starting at `seq` (< snd_max).
     fn segment_len(&self, seq: u64) -> u64 {
-        debug_assert!(seq < self.snd_max);
-        self.mss.min(self.snd_max - seq)
+        let sent = self.sent.as_slice();
+        let i = sent.partition_point(|s| s.seq < seq);
+        debug_assert!(sent.get(i).is_some_and(|s| s.seq == seq), "no segment starts at {seq}");
+        sent[i].len
     }
 
-    /// Length of the next new segment, if the application has data for one
-    /// and the receiver's window allows it. Only full segments are sent,
-    /// except the last of a finite transfer (sender-side SWS avoidance).
+    /// Length of the next new segment, if the send buffer has data for one
+    /// and the receiver's window allows it. A short segment goes only when
+    /// it holds the last of what the application has written and either the
+    /// application closed, TCP_NODELAY is set or nothing is in flight
+    /// (Nagle, RFC 1122 §4.2.3.4: sender-side SWS avoidance).
     fn new_segment_len(&self) -> Option<u64> {
-        let limit = self.app_end.min(self.snd_una + self.cfg.sndbuf);
-        if self.snd_max >= limit {
+        let end = self.buf.end(self.snd_una);
+        if self.snd_max >= end {
             return None;
         }
-        let len = self.mss.min(limit - self.snd_max);
-        let last = self.snd_max + len == self.app_end;
+        let len = self.mss.min(end - self.snd_max);
+        let push = || {
+            self.snd_max + len == end
+                && self.buf.all_written(self.snd_una)
+                && (self.buf.is_closed() || self.cfg.nodelay || self.snd_una == self.snd_max)
+        };
         let fits_rwnd = self.snd_max + len <= self.snd_una + self.rwnd;
-        (fits_rwnd && (len == self.mss || last)).then_some(len)
+        (fits_rwnd && (len == self.mss || push())).then_some(len)
     }
 
-    fn send_available(&mut self, now: Time, out: &mut Vec<Transmit>) {
+    /// Send what the windows allow, then decide the persist timer (whether
+    /// the peer's window now holds data back with nothing in flight).
+    fn send_available(&mut self, now: Time, out: &mut Outbox) {
+        self.send_within_windows(now, out);
+        self.update_persist(now);
+    }
+
+    fn send_within_windows(&mut self, now: Time, out: &mut Outbox) {
         if !self.started {
             return;
         }
@@ -560,7 +752,8 @@ impl TcpSender {
             while self.cwnd() >= pipe + self.mss {
                 let Some((seq, rescue)) = self.next_segment() else { break };
                 pipe += if seq >= self.snd_max {
-                    self.send_new(now, out)
+                    let len = self.new_segment_len().expect("NextSeg chose new data");
+                    self.send_new(now, len, out)
                 } else if rescue {
                     // HighRxt is not moved by the rescue (RFC 6675 §4 rule 4).
                     self.rescue_rxt = self.recover.unwrap_or(self.snd_max);
@@ -591,8 +784,10 @@ impl TcpSender {
             let window = self.cwnd().min(self.rwnd);
             if self.snd_nxt < self.snd_max {
                 // go-back-N after a timeout
+                // (the head segment goes whatever the window: RFC 6298 §5.4
+                // retransmits the earliest unacknowledged segment)
                 let len = self.segment_len(self.snd_nxt);
-                if self.snd_nxt + len > self.snd_una + window {
+                if self.snd_nxt + len > self.snd_una + window && self.snd_nxt != self.snd_una {
                     break;
                 }
                 self.retransmit(now, self.snd_nxt, out);
@@ -606,7 +801,7 @@ impl TcpSender {
                 if beyond_window {
                     self.limited_transmit_bytes += len;
                 }
-                self.send_new(now, out);
+                self.send_new(now, len, out);
             }
         }
     }
@@ -625,7 +820,7 @@ impl TcpSender {
     /// ns-2's limited transmit (`send_one`): on each of the first dupacks,
     /// the segment at snd_nxt — new data, or a resend while going back N —
     /// if it fits in cwnd + one segment per dupack and in the window.
-    fn ns2_send_one(&mut self, now: Time, out: &mut Vec<Transmit>) {
+    fn ns2_send_one(&mut self, now: Time, out: &mut Outbox) {
         let limit = self.snd_una + (self.cc.window() + self.dupacks as u64 * self.mss).min(self.rwnd);
         if self.snd_nxt < self.snd_max {
             let len = self.segment_len(self.snd_nxt);
@@ -633,14 +828,15 @@ impl TcpSender {
                 self.retransmit(now, self.snd_nxt, out);
                 self.snd_nxt += len;
             }
-        } else if self.new_segment_len().is_some_and(|len| self.snd_max + len <= limit) {
-            self.send_new(now, out);
+        } else if let Some(len) = self.new_segment_len().filter(|len| self.snd_max + len <= limit) {
+            self.send_new(now, len, out);
         }
     }
 
-    fn send_new(&mut self, now: Time, out: &mut Vec<Transmit>) -> u64 {
+    /// Send `len` new bytes (what `new_segment_len` allowed).
+    fn send_new(&mut self, now: Time, len: u64, out: &mut Outbox) -> u64 {
         let seq = self.snd_max;
-        let len = self.new_segment_len().unwrap_or(0);
+        self.sent.push(Sent { seq, len });
         if self.timed.is_none() {
             self.timed = Some((seq + len, now));
         }
@@ -656,7 +852,7 @@ impl TcpSender {
         len
     }
 
-    fn retransmit(&mut self, now: Time, seq: u64, out: &mut Vec<Transmit>) -> u64 {
+    fn retransmit(&mut self, now: Time, seq: u64, out: &mut Outbox) -> u64 {
         let len = self.segment_len(seq);
         if self.timed.is_some_and(|(end, _)| seq < end) {
             self.timed = None; // Karn: an ambiguous sample would follow
@@ -667,8 +863,8 @@ impl TcpSender {
         len
     }
 
-    fn emit(&mut self, now: Time, seq: u64, len: u64, out: &mut Vec<Transmit>) {
-        self.stats.segments_sent += 1;
+    fn emit(&mut self, now: Time, seq: u64, len: u64, out: &mut Outbox) {
+        self.stats.packets_sent += 1;
         self.stats.bytes_sent += len;
         if self.rto_deadline.is_none() {
             self.rto_deadline = Some(now + self.rtt.rto());
@@ -677,7 +873,7 @@ impl TcpSender {
         // (unused) receive buffer would advertise, as a real stack's would.
         let wnd = self.cfg.rcvbuf.min(u32::MAX as u64) as u32;
         let seg = TcpSegment { seq, len: len as u32, ack: 0, wnd, flags: tcp_flags::ACK, sack: Default::default() };
-        out.push(Transmit { body: Body::Tcp(seg), size: len as u32 + self.cfg.header_bytes, ect: self.cfg.ecn });
+        out.push(Transmit::new(Body::Tcp(seg), len as u32 + self.cfg.header_bytes, self.cfg.ecn));
     }
 
     fn account_cwnd(&mut self, now: Time) {

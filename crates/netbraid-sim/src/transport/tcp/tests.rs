@@ -4,18 +4,18 @@
 use super::*;
 use crate::engine::time::{MILLISECOND, SECOND};
 use crate::net::packet::{tcp_flags, Body, TcpSegment};
-use crate::transport::Transmit;
+use crate::endpoint::Transmit;
 
 const MSS: u64 = 1000;
 
 fn sender() -> TcpSender {
-    TcpSender::new(TcpConfig {
+    TcpSender::from_config(TcpConfig {
         mss: MSS as u32,
         initial_window: 3,
         recovery: Recovery::NewReno,
         log_congestion: true,
         ..TcpConfig::default()
-    })
+    }).unwrap()
 }
 
 fn ack(s: &mut TcpSender, now: Time, ack: u64, out: &mut Vec<Transmit>) {
@@ -27,7 +27,7 @@ fn ack(s: &mut TcpSender, now: Time, ack: u64, out: &mut Vec<Transmit>) {
 /// (slow start: the window grows to seven); returns the time and the flight
 /// size, with the outbox cleared.
 fn grow_window(s: &mut TcpSender, out: &mut Vec<Transmit>) -> (Time, u64) {
-    s.write(0, None, out);
+    s.write_all(0, None, out);
     let mut t = 100 * MILLISECOND;
     for a in 1..=4 {
         ack(s, t, a * MSS, out);
@@ -50,7 +50,7 @@ fn seqs(out: &[Transmit]) -> Vec<u64> {
 fn initial_window_then_one_sample() {
     let mut s = sender();
     let mut out = Vec::new();
-    s.write(0, None, &mut out);
+    s.write_all(0, None, &mut out);
     assert_eq!(seqs(&out), vec![0, 1000, 2000]);
     out.clear();
     ack(&mut s, 100 * MILLISECOND, 1000, &mut out);
@@ -64,7 +64,7 @@ fn initial_window_then_one_sample() {
 fn consecutive_timeouts_double_the_interval() {
     let mut s = sender();
     let mut out = Vec::new();
-    s.write(0, None, &mut out);
+    s.write_all(0, None, &mut out);
     ack(&mut s, 100 * MILLISECOND, 1000, &mut out);
     let mut fired = Vec::new();
     for _ in 0..8 {
@@ -83,7 +83,7 @@ fn consecutive_timeouts_double_the_interval() {
 fn ssthresh_only_on_first_timeout() {
     let mut s = sender();
     let mut out = Vec::new();
-    s.write(0, None, &mut out);
+    s.write_all(0, None, &mut out);
     ack(&mut s, 100 * MILLISECOND, 1000, &mut out); // flight now 4 segments
     let flight = s.flight_size();
     let t1 = s.poll_at().unwrap();
@@ -101,7 +101,8 @@ fn ssthresh_only_on_first_timeout() {
 fn karn_ignores_acks_of_retransmissions() {
     let mut s = sender();
     let mut out = Vec::new();
-    s.write(0, Some(3000), &mut out); // exactly three segments
+    s.write_all(0, Some(3000), &mut out);
+    s.close(0, &mut out); // exactly three segments
     ack(&mut s, 100 * MILLISECOND, 1000, &mut out);
     let srtt = s.srtt();
     let t = s.poll_at().unwrap();
@@ -144,7 +145,7 @@ fn third_dupack_fast_retransmits_once() {
 fn sack_ack(s: &mut TcpSender, now: Time, ack: u64, blocks: &[(u64, u64)], out: &mut Vec<Transmit>) {
     let mut seg = TcpSegment { ack, wnd: 1 << 30, flags: tcp_flags::ACK, ..Default::default() };
     for &b in blocks {
-        seg.sack.push(b);
+        seg.sack.push(ack, b);
     }
     s.on_segment(now, &seg, out);
 }
@@ -153,15 +154,16 @@ fn sack_ack(s: &mut TcpSender, now: Time, ack: u64, blocks: &[(u64, u64)], out: 
 /// new data to send, one rescue retransmission repairs it without a timeout.
 #[test]
 fn sack_rescue_retransmits_the_tail() {
-    let mut s = TcpSender::new(TcpConfig {
+    let mut s = TcpSender::from_config(TcpConfig {
         mss: MSS as u32,
         initial_window: 10,
         recovery: Recovery::Sack,
         limited_transmit: false,
         ..TcpConfig::default()
-    });
+    }).unwrap();
     let mut out = Vec::new();
-    s.write(0, Some(10 * MSS), &mut out); // segments 0..9, all of the transfer
+    s.write_all(0, Some(10 * MSS), &mut out);
+    s.close(0, &mut out); // segments 0..9, all of the transfer
     out.clear();
     let t = 100 * MILLISECOND;
     // Segments 2 and 9 are lost; the receiver SACKs 3..9 as they arrive.
@@ -187,7 +189,7 @@ fn sack_rescue_retransmits_the_tail() {
 fn stale_acks_are_ignored() {
     let mut s = sender();
     let mut out = Vec::new();
-    s.write(0, None, &mut out);
+    s.write_all(0, None, &mut out);
     ack(&mut s, 100 * MILLISECOND, 2000, &mut out);
     let before = s.flight_size();
     let seg = TcpSegment { ack: 1000, wnd: 0, flags: tcp_flags::ACK, ..Default::default() };
@@ -202,13 +204,13 @@ fn stale_acks_are_ignored() {
 /// (ssthresh = FlightSize/2), with no fast recovery and no RTO backoff.
 #[test]
 fn tahoe_fast_retransmit_restarts_slow_start() {
-    let mut s = TcpSender::new(TcpConfig {
+    let mut s = TcpSender::from_config(TcpConfig {
         mss: MSS as u32,
         initial_window: 3,
         recovery: Recovery::Tahoe,
         limited_transmit: false,
         ..TcpConfig::default()
-    });
+    }).unwrap();
     let mut out = Vec::new();
     let (t, flight) = grow_window(&mut s, &mut out);
     for _ in 0..3 {
@@ -222,13 +224,13 @@ fn tahoe_fast_retransmit_restarts_slow_start() {
 }
 
 fn tahoe_with(semantics: Semantics) -> TcpSender {
-    TcpSender::new(TcpConfig {
+    TcpSender::from_config(TcpConfig {
         mss: MSS as u32,
         initial_window: 3,
         recovery: Recovery::Tahoe,
         semantics,
         ..TcpConfig::default()
-    })
+    }).unwrap()
 }
 
 /// ns-2's Agent/TCP (`semantics = "ns2"`): limited transmit (`singledup_`)
@@ -289,4 +291,175 @@ fn ns2_every_timeout_halves_cwnd() {
     assert_eq!((s.cwnd(), s.ssthresh()), (MSS, 3 * MSS));
     s.on_timer(s.poll_at().unwrap(), &mut out);
     assert_eq!((s.cwnd(), s.ssthresh()), (MSS, 2 * MSS), "max(floor(1 / 2), 2) segments");
+}
+
+/// Segments are whatever the application's writes make them: with
+/// TCP_NODELAY three writes of 500, 700 and 1000 bytes leave as three
+/// segments of those lengths, and a timeout resends the first with its own
+/// boundaries (not at a multiple of the MSS).
+#[test]
+fn segments_of_any_length_keep_their_boundaries() {
+    let mut s = TcpSender::from_config(TcpConfig { mss: MSS as u32, initial_window: 10, nodelay: true, ..TcpConfig::default() }).unwrap();
+    let mut out = Vec::new();
+    for n in [500, 700, 1000] {
+        assert_eq!(s.write(0, n, &mut out), n);
+    }
+    let lens: Vec<(u64, u32)> = out.iter().map(|t| match t.body { Body::Tcp(s) => (s.seq, s.len), _ => unreachable!() }).collect();
+    assert_eq!(lens, vec![(0, 500), (500, 700), (1200, 1000)]);
+    out.clear();
+    s.on_timer(s.poll_at().unwrap(), &mut out);
+    let Body::Tcp(first) = out[0].body else { unreachable!() };
+    assert_eq!((first.seq, first.len), (0, 500));
+}
+
+/// Nagle (RFC 1122 §4.2.3.4): without TCP_NODELAY a short segment waits
+/// while data is in flight, and goes when the ACK arrives.
+#[test]
+fn nagle_holds_a_short_segment_while_data_is_in_flight() {
+    let mut s = TcpSender::from_config(TcpConfig { mss: MSS as u32, initial_window: 10, ..TcpConfig::default() }).unwrap();
+    let mut out = Vec::new();
+    s.write(0, 500, &mut out);
+    s.write(0, 300, &mut out);
+    assert_eq!(seqs(&out), vec![0], "the second short write waits");
+    out.clear();
+    ack(&mut s, 100 * MILLISECOND, 500, &mut out);
+    assert_eq!(seqs(&out), vec![500]);
+}
+
+/// The controller sees each ACK's RTT sample (none from a retransmission),
+/// and one round per round trip.
+#[test]
+fn controller_sees_rtt_samples_and_rounds() {
+    use crate::cc::{AckEvent, CongestionControl, Reno};
+    use std::sync::{Arc, Mutex};
+    #[derive(Default)]
+    struct Seen {
+        samples: Vec<Option<Time>>,
+        rounds: Vec<(u64, bool)>,
+    }
+    struct Recording(Reno, Arc<Mutex<Seen>>);
+    impl CongestionControl for Recording {
+        fn on_ack(&mut self, ack: &AckEvent<'_>) {
+            let mut seen = self.1.lock().unwrap();
+            seen.samples.push(ack.rtt_sample);
+            seen.rounds.push((ack.round, ack.round_start));
+            self.0.on_ack(ack)
+        }
+        fn on_congestion_event(&mut self, now: Time, flight: u64) {
+            self.0.on_congestion_event(now, flight)
+        }
+        fn on_timeout(&mut self, now: Time, flight: u64, first: bool) {
+            self.0.on_timeout(now, flight, first)
+        }
+        fn window(&self) -> u64 {
+            self.0.window()
+        }
+        fn ssthresh(&self) -> u64 {
+            self.0.ssthresh()
+        }
+        fn name(&self) -> &'static str {
+            "recording"
+        }
+    }
+    let cfg = TcpConfig { mss: MSS as u32, initial_window: 2, delayed_ack: false, ..TcpConfig::default() };
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let cc = Box::new(Recording(Reno::new(cfg.controller_config()), seen.clone()));
+    let mut s = TcpSender::new(cfg, cc);
+    let mut out = Vec::new();
+    s.write_all(0, None, &mut out); // segments 0, 1
+    let rtt = 100 * MILLISECOND;
+    ack(&mut s, rtt, MSS, &mut out); // round 1 ends; segments 2, 3 sent
+    ack(&mut s, rtt + 1, 2 * MSS, &mut out); // segments 4, 5
+    ack(&mut s, 2 * rtt, 3 * MSS, &mut out); // round 2: data sent after round 1's end
+    ack(&mut s, 2 * rtt + 1, 4 * MSS, &mut out);
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.samples[0], Some(rtt), "the first segment was timed");
+    assert_eq!(seen.samples.iter().filter(|s| s.is_some()).count(), 2, "one timed segment per round trip");
+    assert_eq!(seen.rounds, vec![(1, true), (1, false), (2, true), (2, false)]);
+}
+
+/// A window stuck below one segment (a 2000-byte buffer, 700 bytes unread
+/// by then, so 1300 advertised, and the receiver's SWS rule) with nothing in
+/// flight: the persist probe carries what fits (Linux's tcp_write_wakeup),
+/// so the transfer moves instead of probing forever with empty segments.
+#[test]
+fn persist_probe_carries_data_into_a_window_below_one_segment() {
+    let mut s = TcpSender::from_config(TcpConfig { mss: 1460, initial_window: 10, nodelay: true, ..TcpConfig::default() }).unwrap();
+    let mut out = Vec::new();
+    s.write(0, 700, &mut out);
+    let seg = TcpSegment { ack: 700, wnd: 1300, flags: tcp_flags::ACK, ..Default::default() };
+    s.on_segment(100 * MILLISECOND, &seg, &mut out);
+    out.clear();
+    s.write_all(100 * MILLISECOND, None, &mut out);
+    assert!(out.is_empty(), "no full segment fits a 1300-byte window");
+    let at = s.poll_at().expect("persist timer armed");
+    s.on_timer(at, &mut out);
+    let lens: Vec<(u64, u32)> = out.iter().map(|t| match t.body { Body::Tcp(s) => (s.seq, s.len), _ => unreachable!() }).collect();
+    assert_eq!(lens, vec![(700, 1300)]);
+    assert_eq!(s.stats().window_probes, 1);
+}
+
+/// RFC 5681 §2: an ACK that changes the advertised window is not a
+/// duplicate ACK (a window update while data is outstanding must not
+/// trigger a fast retransmit).
+#[test]
+fn window_updates_are_not_duplicate_acks() {
+    let mut s = sender(); // NewReno
+    let mut out = Vec::new();
+    let (t, _) = grow_window(&mut s, &mut out);
+    for (k, wnd) in [(1u32, 40_000u32), (2, 50_000), (3, 60_000), (4, 70_000)] {
+        let seg = TcpSegment { ack: 4 * MSS, wnd, flags: tcp_flags::ACK, ..Default::default() };
+        s.on_segment(t + k as Time, &seg, &mut out);
+    }
+    assert_eq!(s.stats().fast_retransmits, 0);
+    assert_eq!(s.stats().retransmits, 0);
+}
+
+/// RFC 6298 §5.4: on a timeout the earliest unacknowledged segment is
+/// retransmitted even if the peer's window is now smaller than it.
+#[test]
+fn timeout_retransmits_the_head_whatever_the_window() {
+    let mut s = sender();
+    let mut out = Vec::new();
+    s.write_all(0, None, &mut out);
+    let seg = TcpSegment { ack: MSS, wnd: 500, flags: tcp_flags::ACK, ..Default::default() };
+    s.on_segment(100 * MILLISECOND, &seg, &mut out);
+    out.clear();
+    s.on_timer(s.poll_at().unwrap(), &mut out);
+    assert_eq!(seqs(&out), vec![MSS]);
+}
+
+/// A segment without data at rcv_nxt (a pure ACK) is not answered; a probe
+/// below the window is (RFC 9293 §3.10.7.4).
+#[test]
+fn receiver_answers_probes_but_not_pure_acks() {
+    let cfg = TcpConfig { mss: 1000, rcvbuf: 4000, delayed_ack: false, ..TcpConfig::default() };
+    let mut r = TcpReceiver::new(&cfg);
+    let mut out = Vec::new();
+    let data = TcpSegment { seq: 0, len: 1000, flags: tcp_flags::ACK, ..Default::default() };
+    r.on_segment(0, &data, 1040, false, &mut out);
+    out.clear();
+    r.on_segment(1, &TcpSegment { seq: 1000, len: 0, flags: tcp_flags::ACK, ..Default::default() }, 40, false, &mut out);
+    assert!(out.is_empty(), "a pure ACK is not acknowledged");
+    r.on_segment(2, &TcpSegment { seq: 999, len: 0, flags: tcp_flags::ACK, ..Default::default() }, 40, false, &mut out);
+    assert_eq!(out.len(), 1, "a probe below the window is");
+}
+
+/// What a coupled controller sees of a subflow: window, RTT, bytes acked,
+/// and the bytes acknowledged since and between its last two losses.
+#[test]
+fn sibling_view_counts_bytes_between_losses() {
+    let mut s = sender();
+    let mut out = Vec::new();
+    let (t, _) = grow_window(&mut s, &mut out); // snd_una = 4 MSS
+    let v = s.view();
+    assert_eq!((v.bytes_acked, v.bytes_since_loss, v.bytes_between_losses), (4 * MSS, 4 * MSS, 0));
+    for _ in 0..3 {
+        ack(&mut s, t, 4 * MSS, &mut out); // a loss at 4 MSS
+    }
+    ack(&mut s, t + 1, 11 * MSS, &mut out); // recovery ends
+    let v = s.view();
+    assert_eq!((v.bytes_since_loss, v.bytes_between_losses), (7 * MSS, 4 * MSS));
+    assert_eq!(v.cwnd, s.cwnd());
+    assert_eq!(v.srtt, s.srtt());
 }

@@ -1,0 +1,112 @@
+//! Measurement: snapshots of every counter at the window's edges, and the
+//! sampled time series. A window's figures are differences of two
+//! snapshots, so nothing is counted twice and nothing needs resetting.
+
+use super::{FlowAccounting, Simulation};
+use crate::endpoint::{Scope, SenderState};
+use crate::engine::Time;
+use crate::net::link::ChannelCounters;
+use crate::trace::counters::TransportCounters;
+use crate::trace::series::{FlowSeries, LinkSeries, TimeSeries};
+
+/// The state of measurement during a run.
+#[derive(Default)]
+pub(super) struct Meter {
+    pub at_start: Option<Snapshot>,
+    pub at_stop: Option<Snapshot>,
+    pub series: Option<TimeSeries>,
+    pub last_sample: Option<Snapshot>,
+}
+
+/// A flow's (or one path's) counters at one instant: both ends, and the network's view.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Counts {
+    pub transport: TransportCounters,
+    pub acct: FlowAccounting,
+    /// The sending end's window and timers (None for UDP).
+    pub sender: Option<SenderState>,
+}
+
+impl Counts {
+    pub fn since(&self, earlier: &Counts) -> Counts {
+        Counts { transport: self.transport.since(&earlier.transport), acct: self.acct.since(&earlier.acct), sender: self.sender }
+    }
+}
+
+#[derive(Clone, Default)]
+pub(super) struct FlowSnapshot {
+    pub total: Counts,
+    /// Per path, when the flow has several.
+    pub paths: Vec<Counts>,
+}
+
+/// Every counter at one instant.
+#[derive(Clone)]
+pub(super) struct Snapshot {
+    pub time: Time,
+    pub flows: Vec<FlowSnapshot>,
+    pub channels: Vec<ChannelCounters>,
+}
+
+impl Simulation {
+    /// One end's and the network's counters of flow `f`, for `scope`.
+    fn counts(&mut self, now: Time, f: usize, scope: Scope) -> Counts {
+        let (sender, receiver) = (self.flows[f].sender, self.flows[f].receiver);
+        let tx = self.endpoints[sender.idx()].endpoint.snapshot(now, scope);
+        let rx = self.endpoints[receiver.idx()].endpoint.snapshot(now, scope);
+        let tracks = self.flows[f].tracks.clone();
+        let acct = match scope {
+            Scope::All => self.tracks.acct(tracks),
+            Scope::Path(i) => self.tracks.acct[tracks.start as usize + i],
+        };
+        Counts { transport: tx.counters.plus(&rx.counters), acct, sender: tx.sender.or(rx.sender) }
+    }
+
+    pub(super) fn snapshot(&mut self, now: Time) -> Snapshot {
+        let flows = (0..self.flows.len())
+            .map(|f| {
+                let total = self.counts(now, f, Scope::All);
+                let n = self.endpoints[self.flows[f].sender.idx()].endpoint.path_count();
+                let paths = if n > 1 { (0..n).map(|i| self.counts(now, f, Scope::Path(i))).collect() } else { Vec::new() };
+                FlowSnapshot { total, paths }
+            })
+            .collect();
+        Snapshot { time: now, flows, channels: self.channels.iter().map(|c| c.counters).collect() }
+    }
+
+    pub(super) fn sample(&mut self, now: Time) {
+        let snap = self.snapshot(now);
+        let prev = self.meter.last_sample.replace(snap.clone()).expect("first sample taken at start");
+        let dt = (now - prev.time) as f64 / 1e9;
+        let series = self.meter.series.get_or_insert_with(|| TimeSeries {
+            flows: self.flows.iter().map(|f| FlowSeries { name: f.name.clone(), ..Default::default() }).collect(),
+            links: self.channels.iter().map(|c| LinkSeries { name: c.name.clone(), ..Default::default() }).collect(),
+            ..Default::default()
+        });
+        series.time_s.push(now as f64 / 1e9);
+        for (i, fs) in series.flows.iter_mut().enumerate() {
+            let (a, b) = (&snap.flows[i], &prev.flows[i]);
+            push_sample(fs, &a.total, &b.total, dt);
+            for (k, (pa, pb)) in a.paths.iter().zip(&b.paths).enumerate() {
+                if fs.subflows.len() <= k {
+                    let back = fs.time_len();
+                    fs.subflows.push(FlowSeries::padded(format!("{}#{k}", fs.name), back - 1));
+                }
+                push_sample(&mut fs.subflows[k], pa, pb, dt);
+            }
+        }
+        for (i, c) in self.channels.iter().enumerate() {
+            let ls = &mut series.links[i];
+            ls.queue_packets.push(c.queue.len() as u64);
+            ls.queue_bytes.push(c.queue.bytes());
+        }
+    }
+}
+
+fn push_sample(fs: &mut FlowSeries, a: &Counts, b: &Counts, dt: f64) {
+    let d = a.transport.since(&b.transport);
+    fs.throughput_bps.push(d.wire_bytes_received as f64 * 8.0 / dt);
+    fs.goodput_bps.push(d.read_bytes as f64 * 8.0 / dt);
+    fs.cwnd_bytes.push(a.sender.map(|s| s.cwnd));
+    fs.srtt_s.push(a.sender.and_then(|s| s.srtt).map(|t| t as f64 / 1e9));
+}
