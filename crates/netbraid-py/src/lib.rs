@@ -56,6 +56,13 @@ fn linkemu_main(py: Python<'_>, args: Vec<String>) -> i32 {
     py.allow_threads(|| netbraid_linkemu::main_with_args(&args))
 }
 
+/// Run the UDP generator in this process (`udpgen send|recv CONFIG-JSON`,
+/// started inside a namespace by the emu backend); returns its exit status.
+#[pyfunction]
+fn udpgen_main(py: Python<'_>, args: Vec<String>) -> i32 {
+    py.allow_threads(|| netbraid_udpgen::main_with_args(&args))
+}
+
 #[pymodule]
 fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
@@ -64,6 +71,7 @@ fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_tcp_json, m)?)?;
     m.add_function(wrap_pyfunction!(controllers_json, m)?)?;
     m.add_function(wrap_pyfunction!(linkemu_main, m)?)?;
+    m.add_function(wrap_pyfunction!(udpgen_main, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

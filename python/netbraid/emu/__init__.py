@@ -7,6 +7,6 @@ netbraid-linkemu (the project's user-space link emulator).
 - linkemu:  starting and stopping the link emulator process
 - topology: namespaces, devices, addresses and routes from a resolved scenario
 - traffic:  iperf3 (TCP, MPTCP) and the UDP generator, measured
-- udpgen:   the UDP CBR / on-off sender and its receiver (run inside namespaces)
+- udpgen:   entry point of the UDP CBR / on-off sender and receiver (Rust; run inside namespaces)
 - backend:  one run of one resolved scenario, in the simulator's result schema
 """

@@ -16,6 +16,6 @@ mod udp_sink;
 
 pub use bulk::BulkSender;
 pub use cbr::CbrSource;
-pub use onoff::{OnOffDistribution, OnOffSource};
+pub use onoff::{OnOffDistribution, OnOffGaps, OnOffSource};
 pub use reader::{ReadPolicy, TcpReader};
 pub use udp_sink::UdpSink;

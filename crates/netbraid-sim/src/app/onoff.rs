@@ -23,11 +23,12 @@ pub enum OnOffDistribution {
 
 pub struct OnOffSource {
     emitter: Emitter,
-    gaps: Gaps,
+    gaps: OnOffGaps,
 }
 
-/// The ON/OFF process: how long to wait after each packet.
-struct Gaps {
+/// The ON/OFF process: how long to wait after each packet. Public so that
+/// the emu backend's UDP generator sends with the very same process.
+pub struct OnOffGaps {
     /// Packet interval while ON.
     interval: Time,
     /// Mean burst length in packets (burst_time / interval).
@@ -44,16 +45,7 @@ impl OnOffSource {
     #[allow(clippy::too_many_arguments)]
     pub fn new(rate_bps: u64, payload: u32, header: u32, burst: Time, idle: Time, distribution: OnOffDistribution,
                rng: RandomStream, start: Time, stop: Time) -> Self {
-        // ns-2 paces by the packet size it is given (no header added there).
-        let interval = serialisation_time(payload, rate_bps).max(1);
-        let mut gaps = Gaps {
-            interval,
-            burst_mean: burst as f64 / interval as f64,
-            idle_mean: idle as f64 / SECOND as f64,
-            distribution,
-            rng,
-            remaining: 0,
-        };
+        let mut gaps = OnOffGaps::new(rate_bps, payload, burst, idle, distribution, rng);
         let first = start.saturating_add(gaps.next_gap());
         Self { emitter: Emitter::new(payload, header, first, stop), gaps }
     }
@@ -80,7 +72,21 @@ impl Endpoint for OnOffSource {
     }
 }
 
-impl Gaps {
+impl OnOffGaps {
+    pub fn new(rate_bps: u64, payload: u32, burst: Time, idle: Time, distribution: OnOffDistribution,
+               rng: RandomStream) -> Self {
+        // ns-2 paces by the packet size it is given (no header added there).
+        let interval = serialisation_time(payload, rate_bps).max(1);
+        Self {
+            interval,
+            burst_mean: burst as f64 / interval as f64,
+            idle_mean: idle as f64 / SECOND as f64,
+            distribution,
+            rng,
+            remaining: 0,
+        }
+    }
+
     /// Draw with the configured distribution and mean.
     fn draw(&mut self, mean: f64) -> f64 {
         match self.distribution {
@@ -93,8 +99,9 @@ impl Gaps {
         }
     }
 
-    /// Gap after the packet just sent (ns-2's next_interval).
-    fn next_gap(&mut self) -> Time {
+    /// Gap after the packet just sent (ns-2's next_interval); also the wait
+    /// before the first packet.
+    pub fn next_gap(&mut self) -> Time {
         let mut t = self.interval;
         if self.remaining == 0 {
             let n = (self.draw(self.burst_mean) + 0.5) as u64;
