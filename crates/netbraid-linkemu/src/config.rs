@@ -98,12 +98,19 @@ impl Config {
                     _ => {}
                 }
                 if d.queue.red.is_some() {
-                    return Err(format!("{at}.queue.red: RED is not emulated yet (the simulator has it)"));
+                    return Err(format!(
+                        "{at}.queue.red: RED is not emulated yet (the simulator has it)"
+                    ));
                 }
                 let probs: Vec<f64> = match &d.loss {
                     LossSpec::None | LossSpec::List { .. } => vec![],
                     LossSpec::Bernoulli { p } => vec![*p],
-                    LossSpec::GilbertElliott { p_gb, p_bg, loss_good, loss_bad } => {
+                    LossSpec::GilbertElliott {
+                        p_gb,
+                        p_bg,
+                        loss_good,
+                        loss_bad,
+                    } => {
                         vec![*p_gb, *p_bg, *loss_good, *loss_bad]
                     }
                 };

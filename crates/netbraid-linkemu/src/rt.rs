@@ -57,7 +57,9 @@ pub fn tight_timer_slack() -> io::Result<()> {
 
 /// SCHED_FIFO at `priority` for the calling thread.
 pub fn realtime(priority: i32) -> io::Result<()> {
-    let param = libc::sched_param { sched_priority: priority };
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
     // SAFETY: pid 0 = calling thread; valid sched_param.
     let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
     if rc < 0 {

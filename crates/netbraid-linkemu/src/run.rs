@@ -64,8 +64,19 @@ fn spawn_direction(
     mut egress: File,
     priority: i32,
 ) -> (Arc<Direction>, bool, bool) {
-    let shaper = Shaper::new(cfg.rate_bps, cfg.delay_ns, cfg.jitter_ns, cfg.limit(), cfg.loss_model(), seed, &name);
-    let dir = Arc::new(Direction { shaper: Mutex::new(shaper), write_errors: AtomicU64::new(0) });
+    let shaper = Shaper::new(
+        cfg.rate_bps,
+        cfg.delay_ns,
+        cfg.jitter_ns,
+        cfg.limit(),
+        cfg.loss_model(),
+        seed,
+        &name,
+    );
+    let dir = Arc::new(Direction {
+        shaper: Mutex::new(shaper),
+        write_errors: AtomicU64::new(0),
+    });
     let (tx, rx) = mpsc::channel::<(u64, Vec<u8>)>();
     let (granted_tx, granted_rx) = mpsc::channel();
 
@@ -119,7 +130,10 @@ impl Emulator {
         for l in &cfg.links {
             let open = |dev: &str| {
                 crate::tun::create(dev).map_err(|e| {
-                    format!("link {}: cannot create TUN device {dev}: {e} (needs root or CAP_NET_ADMIN and /dev/net/tun)", l.name)
+                    format!(
+                        "link {}: cannot create TUN device {dev}: {e} (needs root or CAP_NET_ADMIN and /dev/net/tun)",
+                        l.name
+                    )
                 })
             };
             devices.push((open(&l.a_dev)?, open(&l.b_dev)?));
@@ -135,7 +149,11 @@ impl Emulator {
             timer_slack &= s1 && s2;
             links.push((l.name.clone(), ab, ba));
         }
-        Ok(Emulator { links, realtime, timer_slack })
+        Ok(Emulator {
+            links,
+            realtime,
+            timer_slack,
+        })
     }
 
     pub fn stats(&self) -> Stats {
@@ -144,7 +162,19 @@ impl Emulator {
             write_errors: d.write_errors.load(Ordering::Relaxed),
         };
         Stats {
-            links: self.links.iter().map(|(n, ab, ba)| (n.clone(), LinkStats { ab: read(ab), ba: read(ba) })).collect(),
+            links: self
+                .links
+                .iter()
+                .map(|(n, ab, ba)| {
+                    (
+                        n.clone(),
+                        LinkStats {
+                            ab: read(ab),
+                            ba: read(ba),
+                        },
+                    )
+                })
+                .collect(),
             realtime: self.realtime,
             timer_slack: self.timer_slack,
         }

@@ -177,7 +177,9 @@ mod tests {
     fn packet_limit_counts_waiting_packets_only() {
         // A burst of 20 into a queue of 5: one on the serialiser + 5 waiting.
         let mut s = shaper(12_000_000, 0, QueueLimit::Packets(5), LossModel::None);
-        let delivered = (0..20).filter(|_| matches!(s.offer(0, 1500), Verdict::Deliver { .. })).count();
+        let delivered = (0..20)
+            .filter(|_| matches!(s.offer(0, 1500), Verdict::Deliver { .. }))
+            .count();
         assert_eq!(delivered, 6);
         assert_eq!(s.counters.queue_drops, 14);
         // Once the first packet has left (t = 1 ms), exactly one more fits.
@@ -214,7 +216,12 @@ mod tests {
 
     #[test]
     fn lost_packets_still_occupy_the_link() {
-        let mut s = shaper(12_000_000, 0, QueueLimit::Packets(10), LossModel::List { indices: vec![0] });
+        let mut s = shaper(
+            12_000_000,
+            0,
+            QueueLimit::Packets(10),
+            LossModel::List { indices: vec![0] },
+        );
         assert_eq!(s.offer(0, 1500), Verdict::LossDrop);
         assert_eq!(s.offer(0, 1500), Verdict::Deliver { at: 2 * MS });
     }
@@ -222,17 +229,35 @@ mod tests {
     #[test]
     fn jitter_never_reorders_and_stays_in_bounds() {
         // Packets 0.1 ms apart with ±2 ms jitter: clamping keeps order.
-        let mut s = Shaper::new(1_000_000_000, 10 * MS, 2 * MS, QueueLimit::Packets(1000), LossModel::None, 7, "j");
+        let mut s = Shaper::new(
+            1_000_000_000,
+            10 * MS,
+            2 * MS,
+            QueueLimit::Packets(1000),
+            LossModel::None,
+            7,
+            "j",
+        );
         let mut prev = 0;
         for i in 0..10_000u64 {
             let now = i * 100_000;
-            let Verdict::Deliver { at } = s.offer(now, 100) else { panic!() };
+            let Verdict::Deliver { at } = s.offer(now, 100) else {
+                panic!()
+            };
             assert!(at >= prev);
             assert!(at - now <= 12 * MS + 1000);
             prev = at;
         }
         // Packets 5 ms apart never need clamping: delays span [8, 12] ms.
-        let mut s = Shaper::new(1_000_000_000, 10 * MS, 2 * MS, QueueLimit::Packets(1000), LossModel::None, 7, "j");
+        let mut s = Shaper::new(
+            1_000_000_000,
+            10 * MS,
+            2 * MS,
+            QueueLimit::Packets(1000),
+            LossModel::None,
+            7,
+            "j",
+        );
         let delays: Vec<u64> = (0..2000u64)
             .map(|i| match s.offer(i * 5 * MS, 100) {
                 Verdict::Deliver { at } => at - i * 5 * MS,
@@ -241,6 +266,9 @@ mod tests {
             .collect();
         let (lo, hi) = (*delays.iter().min().unwrap(), *delays.iter().max().unwrap());
         assert!(lo >= 8 * MS && hi <= 12 * MS + 1000, "{lo} {hi}");
-        assert!(lo < 8 * MS + MS / 10 && hi > 12 * MS - MS / 10, "jitter does not span its range: {lo} {hi}");
+        assert!(
+            lo < 8 * MS + MS / 10 && hi > 12 * MS - MS / 10,
+            "jitter does not span its range: {lo} {hi}"
+        );
     }
 }

@@ -20,7 +20,11 @@ struct IfReq {
 /// Create TUN device `name` in the current network namespace.
 pub fn create(name: &str) -> io::Result<File> {
     let file = OpenOptions::new().read(true).write(true).open("/dev/net/tun")?;
-    let mut req = IfReq { name: [0; libc::IFNAMSIZ], flags: IFF_TUN | IFF_NO_PI, _pad: [0; 22] };
+    let mut req = IfReq {
+        name: [0; libc::IFNAMSIZ],
+        flags: IFF_TUN | IFF_NO_PI,
+        _pad: [0; 22],
+    };
     req.name[..name.len()].copy_from_slice(name.as_bytes());
     // SAFETY: TUNSETIFF reads and writes an ifreq, which IfReq lays out.
     let rc = unsafe { libc::ioctl(file.as_raw_fd(), TUNSETIFF, &mut req) };

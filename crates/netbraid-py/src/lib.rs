@@ -19,13 +19,15 @@ fn to_py(e: SimError) -> PyErr {
 #[pyfunction]
 fn run_json(py: Python<'_>, scenario_json: String) -> PyResult<String> {
     let mut interrupted = || Python::with_gil(|py| py.check_signals().is_err());
-    py.allow_threads(|| netbraid_sim::run_json_with(&scenario_json, &mut interrupted)).map_err(to_py)
+    py.allow_threads(|| netbraid_sim::run_json_with(&scenario_json, &mut interrupted))
+        .map_err(to_py)
 }
 
 /// Check a resolved scenario as a run would, without running it.
 #[pyfunction]
 fn check_json(py: Python<'_>, scenario_json: String) -> PyResult<()> {
-    py.allow_threads(|| netbraid_sim::check_json(&scenario_json)).map_err(to_py)
+    py.allow_threads(|| netbraid_sim::check_json(&scenario_json))
+        .map_err(to_py)
 }
 
 /// Check one TCP configuration (JSON) by the simulator's rules; `field`
@@ -45,7 +47,8 @@ fn controllers_json() -> String {
 /// The forwarding table of a resolved scenario (JSON), for the emu backend.
 #[pyfunction]
 fn forwarding_json(py: Python<'_>, scenario_json: String) -> PyResult<String> {
-    py.allow_threads(|| netbraid_sim::forwarding_json(&scenario_json)).map_err(to_py)
+    py.allow_threads(|| netbraid_sim::forwarding_json(&scenario_json))
+        .map_err(to_py)
 }
 
 /// Run the link emulator in this process (the `netbraid-linkemu` command);

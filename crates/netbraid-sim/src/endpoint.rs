@@ -33,7 +33,13 @@ pub struct Transmit {
 impl Transmit {
     /// A packet on path 0 without extension (what single-path endpoints send).
     pub fn new(body: Body, size: u32, ect: bool) -> Self {
-        Self { path: 0, body, size, ect, ext: None }
+        Self {
+            path: 0,
+            body,
+            size,
+            ect,
+            ext: None,
+        }
     }
 }
 

@@ -21,7 +21,10 @@ pub enum SimError {
 
 impl SimError {
     pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
-        SimError::Invalid { field: field.into(), reason: reason.into() }
+        SimError::Invalid {
+            field: field.into(),
+            reason: reason.into(),
+        }
     }
 }
 

@@ -56,8 +56,8 @@ pub fn check_json(scenario_json: &str) -> Result<(), SimError> {
 /// for the Python layer to apply first with the same words. With
 /// `controller` false the controller is not checked (emu runs the kernel's).
 pub fn check_tcp_json(tcp_json: &str, field: &str, controller: bool) -> Result<(), SimError> {
-    let cfg: transport::tcp::TcpConfig =
-        serde_json::from_str(tcp_json).map_err(|e| SimError::invalid(field.trim_end_matches('.'), format!("invalid TCP settings: {e}")))?;
+    let cfg: transport::tcp::TcpConfig = serde_json::from_str(tcp_json)
+        .map_err(|e| SimError::invalid(field.trim_end_matches('.'), format!("invalid TCP settings: {e}")))?;
     if controller {
         cfg.validate(field)
     } else {

@@ -67,9 +67,18 @@ pub struct QueueSpec {
 #[serde(tag = "model", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LossSpec {
     None,
-    Bernoulli { p: f64 },
-    GilbertElliott { p_gb: f64, p_bg: f64, loss_good: f64, loss_bad: f64 },
-    List { indices: Vec<u64> },
+    Bernoulli {
+        p: f64,
+    },
+    GilbertElliott {
+        p_gb: f64,
+        p_bg: f64,
+        loss_good: f64,
+        loss_bad: f64,
+    },
+    List {
+        indices: Vec<u64>,
+    },
 }
 
 impl From<&LossSpec> for LossModel {
@@ -77,13 +86,20 @@ impl From<&LossSpec> for LossModel {
         match s {
             LossSpec::None => LossModel::None,
             LossSpec::Bernoulli { p } => LossModel::Bernoulli { p: *p },
-            LossSpec::GilbertElliott { p_gb, p_bg, loss_good, loss_bad } => LossModel::GilbertElliott {
+            LossSpec::GilbertElliott {
+                p_gb,
+                p_bg,
+                loss_good,
+                loss_bad,
+            } => LossModel::GilbertElliott {
                 p_gb: *p_gb,
                 p_bg: *p_bg,
                 loss_good: *loss_good,
                 loss_bad: *loss_bad,
             },
-            LossSpec::List { indices } => LossModel::List { indices: indices.clone() },
+            LossSpec::List { indices } => LossModel::List {
+                indices: indices.clone(),
+            },
         }
     }
 }

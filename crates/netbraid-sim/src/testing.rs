@@ -82,7 +82,12 @@ impl<A: Endpoint, B: Endpoint> BackToBack<A, B> {
             let begin = self.now.max(self.free_at[d]);
             let done = begin + serialisation_time(size, self.rate_bps);
             self.free_at[d] = done;
-            let mut rec = Sent { at: begin, dir, body, dropped: false };
+            let mut rec = Sent {
+                at: begin,
+                dir,
+                body,
+                dropped: false,
+            };
             rec.dropped = (self.drop)(&rec);
             let dropped = rec.dropped;
             self.log.push(rec);
@@ -107,7 +112,8 @@ impl<A: Endpoint, B: Endpoint> BackToBack<A, B> {
             };
             self.packets.push(Some(pkt));
             self.seq += 1;
-            self.arrivals.push(Reverse((done + self.delay, self.seq, d as u8, self.packets.len() - 1)));
+            self.arrivals
+                .push(Reverse((done + self.delay, self.seq, d as u8, self.packets.len() - 1)));
         }
     }
 
@@ -116,17 +122,34 @@ impl<A: Endpoint, B: Endpoint> BackToBack<A, B> {
         let mut out = Outbox::new();
         loop {
             let arrival = self.arrivals.peek().map(|Reverse((t, ..))| *t);
-            let next = [arrival, self.a.poll_at(), self.b.poll_at()].into_iter().flatten().min();
+            let next = [arrival, self.a.poll_at(), self.b.poll_at()]
+                .into_iter()
+                .flatten()
+                .min();
             let Some(t) = next.filter(|&t| t <= until) else { break };
             self.now = self.now.max(t);
             if arrival == Some(t) {
                 let Reverse((_, _, d, key)) = self.arrivals.pop().expect("peeked");
                 let pkt = self.packets[key].take().expect("delivered once");
                 if d == 0 {
-                    self.b.on_packet(self.now, Received { packet: &pkt, ext: None }, &mut out);
+                    self.b.on_packet(
+                        self.now,
+                        Received {
+                            packet: &pkt,
+                            ext: None,
+                        },
+                        &mut out,
+                    );
                     self.send(Dir::BtoA, &mut out);
                 } else {
-                    self.a.on_packet(self.now, Received { packet: &pkt, ext: None }, &mut out);
+                    self.a.on_packet(
+                        self.now,
+                        Received {
+                            packet: &pkt,
+                            ext: None,
+                        },
+                        &mut out,
+                    );
                     self.send(Dir::AtoB, &mut out);
                 }
             } else if self.a.poll_at() == Some(t) {

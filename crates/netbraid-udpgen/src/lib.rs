@@ -78,9 +78,21 @@ mod tests {
 
     fn sender(port: u16, kind: &str, start_ns: u64, stop_ns: u64, rate_bps: u64, packet_bytes: u32) -> SenderConfig {
         SenderConfig {
-            flow_id: 7, dst: "127.0.0.1".into(), port, bind: None, start_ns, stop_ns, rate_bps, packet_bytes,
-            kind: kind.into(), burst_ns: None, idle_ns: None, distribution: "exponential".into(), shape: 1.5,
-            seed: 1, out: String::new(),
+            flow_id: 7,
+            dst: "127.0.0.1".into(),
+            port,
+            bind: None,
+            start_ns,
+            stop_ns,
+            rate_bps,
+            packet_bytes,
+            kind: kind.into(),
+            burst_ns: None,
+            idle_ns: None,
+            distribution: "exponential".into(),
+            shape: 1.5,
+            seed: 1,
+            out: String::new(),
         }
     }
 
@@ -92,8 +104,13 @@ mod tests {
         let stop = start + 500_000_000;
         let (tx, rx) = mpsc::channel();
         let recv = std::thread::spawn(move || {
-            let cfg = ReceiverConfig { port: 0, window_start_ns: start, window_stop_ns: stop, until_ns: stop + 200_000_000,
-                                       out: String::new() };
+            let cfg = ReceiverConfig {
+                port: 0,
+                window_start_ns: start,
+                window_stop_ns: stop,
+                until_ns: stop + 200_000_000,
+                out: String::new(),
+            };
             receive(&cfg, |port| tx.send(port).unwrap()).unwrap()
         });
         let port = rx.recv().unwrap();
@@ -105,7 +122,11 @@ mod tests {
         assert_eq!(got.bytes_received, 1250 * 1000);
         assert_eq!(got.reordered, 0);
         // loopback: far below a millisecond unless the machine stalls
-        assert!(got.delay_p50_s.unwrap() >= 0.0 && got.delay_p50_s.unwrap() < 1e-3, "{:?}", got.delay_p50_s);
+        assert!(
+            got.delay_p50_s.unwrap() >= 0.0 && got.delay_p50_s.unwrap() < 1e-3,
+            "{:?}",
+            got.delay_p50_s
+        );
         // the arrival rate follows the sender's rate (IP level: +28 B per datagram)
         let expected = 20e6 * 1028.0 / 1000.0;
         let rate = got.arrival_rate_bps.unwrap();

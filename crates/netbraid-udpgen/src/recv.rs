@@ -46,7 +46,9 @@ fn quantile(sorted: &[i64], q: f64) -> Option<f64> {
     if sorted.is_empty() {
         return None;
     }
-    let k = ((q * sorted.len() as f64).ceil() as usize).saturating_sub(1).min(sorted.len() - 1);
+    let k = ((q * sorted.len() as f64).ceil() as usize)
+        .saturating_sub(1)
+        .min(sorted.len() - 1);
     Some(sorted[k] as f64 / 1e9)
 }
 

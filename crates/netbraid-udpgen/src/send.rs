@@ -86,18 +86,32 @@ fn timetable(cfg: &SenderConfig) -> io::Result<Timetable> {
         return Err(invalid(format!("packet_bytes must be at least {HEADER_BYTES}")));
     }
     match cfg.kind.as_str() {
-        "cbr" => Ok(Timetable::Cbr(serialisation_time(cfg.packet_bytes, cfg.rate_bps).max(1))),
+        "cbr" => Ok(Timetable::Cbr(
+            serialisation_time(cfg.packet_bytes, cfg.rate_bps).max(1),
+        )),
         "on_off" => {
             let distribution = match cfg.distribution.as_str() {
                 "exponential" => OnOffDistribution::Exponential,
                 "pareto" if cfg.shape > 1.0 && cfg.shape.is_finite() => OnOffDistribution::Pareto { shape: cfg.shape },
-                other => return Err(invalid(format!("distribution {other:?} (shape {}) is not exponential or pareto with shape > 1", cfg.shape))),
+                other => {
+                    return Err(invalid(format!(
+                        "distribution {other:?} (shape {}) is not exponential or pareto with shape > 1",
+                        cfg.shape
+                    )))
+                }
             };
             let (Some(burst), Some(idle)) = (cfg.burst_ns, cfg.idle_ns) else {
                 return Err(invalid("on_off needs burst_ns and idle_ns".into()));
             };
             let rng = RandomStream::new(cfg.seed, "udpgen:onoff");
-            Ok(Timetable::OnOff(OnOffGaps::new(cfg.rate_bps, cfg.packet_bytes, burst, idle, distribution, rng)))
+            Ok(Timetable::OnOff(OnOffGaps::new(
+                cfg.rate_bps,
+                cfg.packet_bytes,
+                burst,
+                idle,
+                distribution,
+                rng,
+            )))
         }
         other => Err(invalid(format!("kind {other:?} is not cbr or on_off"))),
     }
@@ -111,7 +125,12 @@ pub fn send(cfg: &SenderConfig) -> io::Result<SenderReport> {
     let _ = rt::tight_timer_slack();
     let mut datagram = vec![0u8; cfg.packet_bytes as usize];
     datagram[..4].copy_from_slice(&cfg.flow_id.to_be_bytes());
-    let mut report = SenderReport { packets_sent: 0, bytes_sent: 0, send_errors: 0, late: 0 };
+    let mut report = SenderReport {
+        packets_sent: 0,
+        bytes_sent: 0,
+        send_errors: 0,
+        late: 0,
+    };
     // On-off waits an OFF time before its first burst, as in the simulator.
     let mut due = match &mut table {
         Timetable::Cbr(_) => cfg.start_ns,

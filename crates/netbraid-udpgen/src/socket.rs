@@ -8,8 +8,13 @@ use std::os::fd::AsRawFd;
 fn set_int(sock: &UdpSocket, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> io::Result<()> {
     // SAFETY: valid fd and a pointer to an int of the given length.
     let rc = unsafe {
-        libc::setsockopt(sock.as_raw_fd(), level, name, &value as *const _ as *const libc::c_void,
-                         std::mem::size_of::<libc::c_int>() as libc::socklen_t)
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            level,
+            name,
+            &value as *const _ as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
     };
     if rc < 0 {
         return Err(io::Error::last_os_error());
@@ -36,12 +41,20 @@ pub fn enable_timestamps(sock: &UdpSocket) -> io::Result<()> {
 
 /// Wait up to `timeout_ms` for the socket to become readable.
 pub fn wait_readable(sock: &UdpSocket, timeout_ms: i32) -> io::Result<bool> {
-    let mut fds = libc::pollfd { fd: sock.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let mut fds = libc::pollfd {
+        fd: sock.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
     // SAFETY: one valid pollfd.
     let rc = unsafe { libc::poll(&mut fds, 1, timeout_ms) };
     if rc < 0 {
         let e = io::Error::last_os_error();
-        return if e.kind() == io::ErrorKind::Interrupted { Ok(false) } else { Err(e) };
+        return if e.kind() == io::ErrorKind::Interrupted {
+            Ok(false)
+        } else {
+            Err(e)
+        };
     }
     Ok(rc > 0)
 }
@@ -50,7 +63,10 @@ pub fn wait_readable(sock: &UdpSocket, timeout_ms: i32) -> io::Result<bool> {
 /// in ns of CLOCK_REALTIME, if the kernel gave one)), or None when the queue
 /// is empty.
 pub fn receive_stamped(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<Option<(usize, Option<u64>)>> {
-    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() };
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
     // Room for one timespec control message, u64-aligned.
     let mut control = [0u64; 8];
     // SAFETY: msghdr is plain data; every pointer set below outlives the call.

@@ -44,7 +44,10 @@ impl Endpoint for BulkSender {
         self.socket.poll_at()
     }
     fn snapshot(&mut self, now: Time, _scope: Scope) -> Snapshot {
-        Snapshot { counters: self.socket.stats_at(now), sender: Some(self.socket.state()) }
+        Snapshot {
+            counters: self.socket.stats_at(now),
+            sender: Some(self.socket.state()),
+        }
     }
     fn report(&self) -> Report {
         Report {

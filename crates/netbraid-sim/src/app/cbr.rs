@@ -24,7 +24,14 @@ pub(crate) struct Emitter {
 
 impl Emitter {
     pub(crate) fn new(payload: u32, header: u32, first: Time, stop: Time) -> Self {
-        Self { payload, header, next_at: Some(first), stop, seq: 0, stats: TransportCounters::default() }
+        Self {
+            payload,
+            header,
+            next_at: Some(first),
+            stop,
+            seq: 0,
+            stats: TransportCounters::default(),
+        }
     }
 
     pub(crate) fn poll_at(&self) -> Option<Time> {
@@ -41,7 +48,14 @@ impl Emitter {
                 self.next_at = None;
                 break;
             }
-            out.push(Transmit::new(Body::Udp(UdpDatagram { seq: self.seq, len: self.payload }), self.payload + self.header, false));
+            out.push(Transmit::new(
+                Body::Udp(UdpDatagram {
+                    seq: self.seq,
+                    len: self.payload,
+                }),
+                self.payload + self.header,
+                false,
+            ));
             self.seq += 1;
             self.stats.packets_sent += 1;
             self.stats.bytes_sent += self.payload as u64;
@@ -59,7 +73,10 @@ pub struct CbrSource {
 
 impl CbrSource {
     pub fn new(rate_bps: u64, payload: u32, header: u32, start: Time, stop: Time) -> Self {
-        Self { emitter: Emitter::new(payload, header, start, stop), interval: serialisation_time(payload, rate_bps).max(1) }
+        Self {
+            emitter: Emitter::new(payload, header, start, stop),
+            interval: serialisation_time(payload, rate_bps).max(1),
+        }
     }
 
     pub fn stats(&self) -> &TransportCounters {
@@ -80,7 +97,10 @@ impl Endpoint for CbrSource {
         self.emitter.poll_at()
     }
     fn snapshot(&mut self, _now: Time, _scope: Scope) -> Snapshot {
-        Snapshot { counters: self.emitter.stats, sender: None }
+        Snapshot {
+            counters: self.emitter.stats,
+            sender: None,
+        }
     }
 }
 

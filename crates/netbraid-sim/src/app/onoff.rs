@@ -18,7 +18,9 @@ use super::cbr::Emitter;
 pub enum OnOffDistribution {
     Exponential,
     /// Pareto with this shape (ns-2 default 1.5): heavy-tailed bursts and gaps.
-    Pareto { shape: f64 },
+    Pareto {
+        shape: f64,
+    },
 }
 
 pub struct OnOffSource {
@@ -43,11 +45,23 @@ pub struct OnOffGaps {
 
 impl OnOffSource {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(rate_bps: u64, payload: u32, header: u32, burst: Time, idle: Time, distribution: OnOffDistribution,
-               rng: RandomStream, start: Time, stop: Time) -> Self {
+    pub fn new(
+        rate_bps: u64,
+        payload: u32,
+        header: u32,
+        burst: Time,
+        idle: Time,
+        distribution: OnOffDistribution,
+        rng: RandomStream,
+        start: Time,
+        stop: Time,
+    ) -> Self {
         let mut gaps = OnOffGaps::new(rate_bps, payload, burst, idle, distribution, rng);
         let first = start.saturating_add(gaps.next_gap());
-        Self { emitter: Emitter::new(payload, header, first, stop), gaps }
+        Self {
+            emitter: Emitter::new(payload, header, first, stop),
+            gaps,
+        }
     }
 
     pub fn stats(&self) -> &TransportCounters {
@@ -68,13 +82,22 @@ impl Endpoint for OnOffSource {
         self.emitter.poll_at()
     }
     fn snapshot(&mut self, _now: Time, _scope: Scope) -> Snapshot {
-        Snapshot { counters: self.emitter.stats, sender: None }
+        Snapshot {
+            counters: self.emitter.stats,
+            sender: None,
+        }
     }
 }
 
 impl OnOffGaps {
-    pub fn new(rate_bps: u64, payload: u32, burst: Time, idle: Time, distribution: OnOffDistribution,
-               rng: RandomStream) -> Self {
+    pub fn new(
+        rate_bps: u64,
+        payload: u32,
+        burst: Time,
+        idle: Time,
+        distribution: OnOffDistribution,
+        rng: RandomStream,
+    ) -> Self {
         // ns-2 paces by the packet size it is given (no header added there).
         let interval = serialisation_time(payload, rate_bps).max(1);
         Self {
@@ -162,7 +185,14 @@ mod tests {
     #[test]
     fn pareto_mean_rate_is_near_the_on_fraction() {
         // Long bursts (m = 100) make rounding negligible: rate ≈ R·on/(on+off).
-        let got = mean_rate(OnOffDistribution::Pareto { shape: 1.5 }, 1_000_000, 125, 100 * MILLISECOND, 100 * MILLISECOND, 20_000);
+        let got = mean_rate(
+            OnOffDistribution::Pareto { shape: 1.5 },
+            1_000_000,
+            125,
+            100 * MILLISECOND,
+            100 * MILLISECOND,
+            20_000,
+        );
         assert!((got - 500_000.0).abs() / 500_000.0 < 0.1, "{got}");
     }
 
@@ -170,8 +200,17 @@ mod tests {
     fn off_times_are_exponential() {
         // Gaps beyond T are the OFF times: their mean is idle, and a fraction
         // e^{-1} of them exceed the mean.
-        let mut src = OnOffSource::new(8_000_000, 1000, 0, MILLISECOND, 50 * MILLISECOND, OnOffDistribution::Exponential,
-                                       RandomStream::new(5, "g"), 0, Time::MAX);
+        let mut src = OnOffSource::new(
+            8_000_000,
+            1000,
+            0,
+            MILLISECOND,
+            50 * MILLISECOND,
+            OnOffDistribution::Exponential,
+            RandomStream::new(5, "g"),
+            0,
+            Time::MAX,
+        );
         let mut offs = Vec::new();
         for _ in 0..200_000 {
             let g = src.gaps.next_gap();

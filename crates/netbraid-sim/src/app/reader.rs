@@ -31,7 +31,12 @@ pub struct TcpReader {
 impl TcpReader {
     pub fn new(mut socket: TcpReceiver, policy: ReadPolicy) -> Self {
         socket.set_reader_waiting(policy == ReadPolicy::Waiting);
-        Self { socket, policy, next_read: 0, read_pending: false }
+        Self {
+            socket,
+            policy,
+            next_read: 0,
+            read_pending: false,
+        }
     }
 
     /// Change how fast the application reads (from `now` on).
@@ -81,6 +86,9 @@ impl Endpoint for TcpReader {
         earliest(self.socket.poll_at(), read)
     }
     fn snapshot(&mut self, _now: Time, _scope: Scope) -> Snapshot {
-        Snapshot { counters: *self.socket.stats(), sender: None }
+        Snapshot {
+            counters: *self.socket.stats(),
+            sender: None,
+        }
     }
 }

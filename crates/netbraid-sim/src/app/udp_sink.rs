@@ -24,6 +24,9 @@ impl Endpoint for UdpSink {
         None
     }
     fn snapshot(&mut self, _now: Time, _scope: Scope) -> Snapshot {
-        Snapshot { counters: *self.socket.stats(), sender: None }
+        Snapshot {
+            counters: *self.socket.stats(),
+            sender: None,
+        }
     }
 }

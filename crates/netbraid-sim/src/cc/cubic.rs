@@ -14,10 +14,34 @@ pub(super) const INFO: ControllerInfo = ControllerInfo {
     aliases: &[],
     doc: "RFC 9438: cubic window growth in time since the last reduction, Reno-friendly floor",
     params: &[
-        ParamInfo { name: "c", doc: "C, the cubic curve's scale (segments/s³)", kind: ParamKind::Number { default: C, min: 0.01, max: 10.0 } },
-        ParamInfo { name: "beta", doc: "β_cubic, the window kept at a reduction", kind: ParamKind::Number { default: BETA, min: 0.1, max: 0.95 } },
-        ParamInfo { name: "fast_convergence", doc: "lower W_max when a reduction comes below the last one (RFC 9438 §4.7)", kind: ParamKind::Flag { default: true } },
-        ParamInfo { name: "reno_friendly", doc: "never grow slower than the Reno estimate W_est (RFC 9438 §4.3)", kind: ParamKind::Flag { default: true } },
+        ParamInfo {
+            name: "c",
+            doc: "C, the cubic curve's scale (segments/s³)",
+            kind: ParamKind::Number {
+                default: C,
+                min: 0.01,
+                max: 10.0,
+            },
+        },
+        ParamInfo {
+            name: "beta",
+            doc: "β_cubic, the window kept at a reduction",
+            kind: ParamKind::Number {
+                default: BETA,
+                min: 0.1,
+                max: 0.95,
+            },
+        },
+        ParamInfo {
+            name: "fast_convergence",
+            doc: "lower W_max when a reduction comes below the last one (RFC 9438 §4.7)",
+            kind: ParamKind::Flag { default: true },
+        },
+        ParamInfo {
+            name: "reno_friendly",
+            doc: "never grow slower than the Reno estimate W_est (RFC 9438 §4.3)",
+            kind: ParamKind::Flag { default: true },
+        },
     ],
     build: |cfg, p| Box::new(Cubic::with_params(cfg, p)),
 };
@@ -57,7 +81,10 @@ pub struct Cubic {
 impl Cubic {
     /// With RFC 9438's constants.
     pub fn new(cfg: CcConfig) -> Self {
-        Self::with_params(cfg, &super::check("", "cubic", &Default::default()).expect("defaults are valid"))
+        Self::with_params(
+            cfg,
+            &super::check("", "cubic", &Default::default()).expect("defaults are valid"),
+        )
     }
 
     pub fn with_params(cfg: CcConfig, p: &Params) -> Self {
@@ -94,7 +121,11 @@ impl Cubic {
         let w = self.cwnd as f64 / self.cfg.mss as f64;
         self.cwnd_prior = w;
         // Fast convergence: release bandwidth sooner when the window shrank.
-        self.w_max = if self.fast_convergence && w < self.w_max { w * (1.0 + self.beta) / 2.0 } else { w };
+        self.w_max = if self.fast_convergence && w < self.w_max {
+            w * (1.0 + self.beta) / 2.0
+        } else {
+            w
+        };
         self.ssthresh = ((flight_size as f64 * self.beta) as u64).max(2 * self.cfg.mss);
         self.epoch_start = None;
     }
@@ -125,7 +156,11 @@ impl CongestionControl for Cubic {
                 self.w_max = cwnd;
             }
             self.after_timeout = false;
-            self.k = if self.w_max > cwnd { ((self.w_max - cwnd) / self.c).cbrt() } else { 0.0 };
+            self.k = if self.w_max > cwnd {
+                ((self.w_max - cwnd) / self.c).cbrt()
+            } else {
+                0.0
+            };
             self.w_est = cwnd;
             ack.now
         });
@@ -135,7 +170,11 @@ impl CongestionControl for Cubic {
         let target = self.w_cubic(t + rtt).clamp(cwnd, 1.5 * cwnd);
         let mut next = cwnd + (target - cwnd) / cwnd * acked_segments;
         // Reno-friendly region: α = 3(1-β)/(1+β) until W_est reaches cwnd_prior.
-        let alpha = if self.w_est >= self.cwnd_prior { 1.0 } else { 3.0 * (1.0 - self.beta) / (1.0 + self.beta) };
+        let alpha = if self.w_est >= self.cwnd_prior {
+            1.0
+        } else {
+            3.0 * (1.0 - self.beta) / (1.0 + self.beta)
+        };
         self.w_est += alpha * acked_segments / cwnd;
         if self.reno_friendly && self.w_cubic(t) < self.w_est {
             next = next.max(self.w_est);
@@ -182,7 +221,12 @@ mod tests {
     const MSS: u64 = 1000;
 
     fn cubic() -> Cubic {
-        Cubic::new(CcConfig { mss: MSS, initial_window: 10 * MSS, initial_ssthresh: u64::MAX, abc_limit: 1 })
+        Cubic::new(CcConfig {
+            mss: MSS,
+            initial_window: 10 * MSS,
+            initial_ssthresh: u64::MAX,
+            abc_limit: 1,
+        })
     }
 
     #[test]
@@ -201,16 +245,22 @@ mod tests {
         c.set_cwnd_segments(1000.0);
         c.on_congestion_event(0, 1000 * MSS);
         let k = (1000.0 * (1.0 - BETA) / C).cbrt(); // ≈ 9.09 s
-        // One RTT at a time, a window's worth of one-segment ACKs. At 100 ms
-        // the Reno-friendly estimate stays below the cubic curve (at 1 ms it
-        // would not: CUBIC is then Reno-like by design).
+                                                    // One RTT at a time, a window's worth of one-segment ACKs. At 100 ms
+                                                    // the Reno-friendly estimate stays below the cubic curve (at 1 ms it
+                                                    // would not: CUBIC is then Reno-like by design).
         let rtt = 100 * MILLISECOND;
         let mut now = 0;
         let mut reached = None;
         while now < 20 * SECOND {
             now += rtt;
             for _ in 0..c.window() / MSS {
-                c.on_ack(&AckEvent { now, newly_acked: MSS, srtt: Some(rtt), cwnd_limited: true, ..Default::default() });
+                c.on_ack(&AckEvent {
+                    now,
+                    newly_acked: MSS,
+                    srtt: Some(rtt),
+                    cwnd_limited: true,
+                    ..Default::default()
+                });
             }
             if reached.is_none() && c.window() >= 1000 * MSS {
                 reached = Some(as_secs_f64(now));
@@ -229,7 +279,13 @@ mod tests {
         c.on_timeout(0, 1000 * MSS, true); // ssthresh = 700 segments, cwnd = 1
         c.set_cwnd_segments(700.0); // as if slow start had reached ssthresh
         c.cwnd = c.ssthresh;
-        c.on_ack(&AckEvent { now: SECOND, newly_acked: MSS, srtt: Some(100 * MILLISECOND), cwnd_limited: true, ..Default::default() });
+        c.on_ack(&AckEvent {
+            now: SECOND,
+            newly_acked: MSS,
+            srtt: Some(100 * MILLISECOND),
+            cwnd_limited: true,
+            ..Default::default()
+        });
         assert_eq!(c.k, 0.0);
         assert!((c.w_max - 700.0).abs() < 1.0, "w_max {}", c.w_max);
     }
@@ -243,7 +299,13 @@ mod tests {
             c.on_congestion_event(0, 100 * MSS);
             let rtt = 100 * MILLISECOND;
             let ack = |c: &mut Cubic, now, limited| {
-                c.on_ack(&AckEvent { now, newly_acked: MSS, srtt: Some(rtt), cwnd_limited: limited, ..Default::default() })
+                c.on_ack(&AckEvent {
+                    now,
+                    newly_acked: MSS,
+                    srtt: Some(rtt),
+                    cwnd_limited: limited,
+                    ..Default::default()
+                })
             };
             ack(&mut c, MILLISECOND, true); // epoch starts
             if pause {

@@ -135,7 +135,10 @@ pub struct Params(BTreeMap<&'static str, f64>);
 
 impl Params {
     pub fn number(&self, name: &str) -> f64 {
-        *self.0.get(name).unwrap_or_else(|| panic!("controller parameter '{name}' is not declared"))
+        *self
+            .0
+            .get(name)
+            .unwrap_or_else(|| panic!("controller parameter '{name}' is not declared"))
     }
     pub fn flag(&self, name: &str) -> bool {
         self.number(name) != 0.0
@@ -149,7 +152,10 @@ pub fn controller_info(name: &str) -> Option<&'static ControllerInfo> {
 
 /// Every name `cc` accepts, aliases included.
 pub fn controller_names() -> Vec<&'static str> {
-    CONTROLLERS.iter().flat_map(|c| std::iter::once(c.name).chain(c.aliases.iter().copied())).collect()
+    CONTROLLERS
+        .iter()
+        .flat_map(|c| std::iter::once(c.name).chain(c.aliases.iter().copied()))
+        .collect()
 }
 
 /// Check a controller name and its parameters (`cc`, `cc_params`); every
@@ -169,7 +175,11 @@ pub fn check(field: &str, name: &str, given: &BTreeMap<String, serde_json::Value
     for (key, value) in given {
         let Some(p) = info.params.iter().find(|p| p.name == key) else {
             let allowed: Vec<&str> = info.params.iter().map(|p| p.name).collect();
-            let allowed = if allowed.is_empty() { "none".to_string() } else { allowed.join(", ") };
+            let allowed = if allowed.is_empty() {
+                "none".to_string()
+            } else {
+                allowed.join(", ")
+            };
             return Err(SimError::invalid(
                 format!("{field}cc_params.{key}"),
                 format!("{} has no parameter '{key}' (allowed: {allowed})", info.name),
@@ -188,7 +198,10 @@ pub fn check(field: &str, name: &str, given: &BTreeMap<String, serde_json::Value
                 v
             }
             (ParamKind::Flag { .. }, _) => {
-                return Err(SimError::invalid(format!("{field}cc_params.{key}"), "must be true or false"))
+                return Err(SimError::invalid(
+                    format!("{field}cc_params.{key}"),
+                    "must be true or false",
+                ))
             }
             (ParamKind::Number { min, max, .. }, _) => {
                 return Err(SimError::invalid(
@@ -210,7 +223,12 @@ pub fn check(field: &str, name: &str, given: &BTreeMap<String, serde_json::Value
 }
 
 /// Build a checked controller.
-pub fn build(field: &str, name: &str, given: &BTreeMap<String, serde_json::Value>, cfg: CcConfig) -> Result<Box<dyn CongestionControl>, SimError> {
+pub fn build(
+    field: &str,
+    name: &str,
+    given: &BTreeMap<String, serde_json::Value>,
+    cfg: CcConfig,
+) -> Result<Box<dyn CongestionControl>, SimError> {
     let params = check(field, name, given)?;
     let info = controller_info(name).expect("checked");
     Ok((info.build)(cfg, &params))
@@ -236,7 +254,12 @@ mod tests {
     use super::*;
 
     fn cfg() -> CcConfig {
-        CcConfig { mss: 1000, initial_window: 3000, initial_ssthresh: u64::MAX, abc_limit: 1 }
+        CcConfig {
+            mss: 1000,
+            initial_window: 3000,
+            initial_ssthresh: u64::MAX,
+            abc_limit: 1,
+        }
     }
 
     #[test]
@@ -251,13 +274,18 @@ mod tests {
     #[test]
     fn bad_names_and_parameters_say_what_is_allowed() {
         let e = check("flow 'f'.", "vegas", &BTreeMap::new()).unwrap_err().to_string();
-        assert!(e.starts_with("flow 'f'.cc: 'vegas' is not simulated (allowed on sim: reno, newreno, cubic"), "{e}");
+        assert!(
+            e.starts_with("flow 'f'.cc: 'vegas' is not simulated (allowed on sim: reno, newreno, cubic"),
+            "{e}"
+        );
         let p = |k: &str, v: serde_json::Value| BTreeMap::from([(k.to_string(), v)]);
         let e = check("", "cubic", &p("gamma", 1.into())).unwrap_err().to_string();
         assert!(e.contains("cc_params.gamma") && e.contains("allowed: c, beta"), "{e}");
         let e = check("", "cubic", &p("beta", 1.5.into())).unwrap_err().to_string();
         assert!(e.contains("cc_params.beta: 1.5 is out of range"), "{e}");
-        let e = check("", "cubic", &p("fast_convergence", 1.into())).unwrap_err().to_string();
+        let e = check("", "cubic", &p("fast_convergence", 1.into()))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("must be true or false"), "{e}");
         let e = check("", "reno", &p("beta", 0.5.into())).unwrap_err().to_string();
         assert!(e.contains("allowed: none"), "{e}");

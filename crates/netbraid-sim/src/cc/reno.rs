@@ -27,7 +27,12 @@ pub struct Reno {
 
 impl Reno {
     pub fn new(cfg: CcConfig) -> Self {
-        Self { cwnd: cfg.initial_window, ssthresh: cfg.initial_ssthresh, ca_credit: 0, cfg }
+        Self {
+            cwnd: cfg.initial_window,
+            ssthresh: cfg.initial_ssthresh,
+            ca_credit: 0,
+            cfg,
+        }
     }
 }
 
@@ -76,11 +81,21 @@ mod tests {
     const MSS: u64 = 1000;
 
     fn reno() -> Reno {
-        Reno::new(CcConfig { mss: MSS, initial_window: 2 * MSS, initial_ssthresh: u64::MAX, abc_limit: 1 })
+        Reno::new(CcConfig {
+            mss: MSS,
+            initial_window: 2 * MSS,
+            initial_ssthresh: u64::MAX,
+            abc_limit: 1,
+        })
     }
 
     fn ack(bytes: u64) -> AckEvent<'static> {
-        AckEvent { now: 0, newly_acked: bytes, cwnd_limited: true, ..Default::default() }
+        AckEvent {
+            now: 0,
+            newly_acked: bytes,
+            cwnd_limited: true,
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -141,7 +156,10 @@ mod tests {
     #[test]
     fn no_growth_when_not_cwnd_limited() {
         let mut r = reno();
-        r.on_ack(&AckEvent { cwnd_limited: false, ..ack(MSS) });
+        r.on_ack(&AckEvent {
+            cwnd_limited: false,
+            ..ack(MSS)
+        });
         assert_eq!(r.window(), 2 * MSS);
     }
 }

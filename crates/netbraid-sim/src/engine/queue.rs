@@ -47,7 +47,12 @@ impl<E> Default for EventQueue<E> {
 
 impl<E> EventQueue<E> {
     pub fn new() -> Self {
-        Self { heap: BinaryHeap::with_capacity(1024), next_seq: 0, now: 0, executed: 0 }
+        Self {
+            heap: BinaryHeap::with_capacity(1024),
+            next_seq: 0,
+            now: 0,
+            executed: 0,
+        }
     }
 
     /// Current virtual time: the time of the last event popped.

@@ -79,7 +79,11 @@ impl Dss {
     pub fn option_bytes(&self) -> u32 {
         let word = if self.wide { 8 } else { 4 };
         let ack = if self.data_ack.is_some() { word } else { 0 };
-        let map = if self.mapping.is_some() { word + 4 + 2 + if self.checksum { 2 } else { 0 } } else { 0 };
+        let map = if self.mapping.is_some() {
+            word + 4 + 2 + if self.checksum { 2 } else { 0 }
+        } else {
+            0
+        };
         4 + ack + map
     }
 }
@@ -127,8 +131,12 @@ pub enum SctpChunk {
         /// CMT's DAC flag: packets received since the last SACK (1 or 2).
         dac_packets: u8,
     },
-    Heartbeat { info_len: u16 },
-    HeartbeatAck { info_len: u16 },
+    Heartbeat {
+        info_len: u16,
+    },
+    HeartbeatAck {
+        info_len: u16,
+    },
 }
 
 impl SctpChunk {
@@ -168,7 +176,9 @@ impl ExtTable {
     }
 
     pub fn get(&self, r: ExtRef) -> &Ext {
-        self.slots[r.0.get() as usize - 1].as_ref().expect("extension taken twice")
+        self.slots[r.0.get() as usize - 1]
+            .as_ref()
+            .expect("extension taken twice")
     }
 
     pub fn take(&mut self, r: ExtRef) -> Box<Ext> {
@@ -197,10 +207,22 @@ mod tests {
     #[test]
     fn sctp_sack_sizes() {
         for k in 0..5u16 {
-            let sack = SctpChunk::Sack { cum_tsn: 1, a_rwnd: 0, gaps: (0..k).map(|i| (2 * i + 2, 2 * i + 2)).collect(), duplicates: vec![], dac_packets: 1 };
+            let sack = SctpChunk::Sack {
+                cum_tsn: 1,
+                a_rwnd: 0,
+                gaps: (0..k).map(|i| (2 * i + 2, 2 * i + 2)).collect(),
+                duplicates: vec![],
+                dac_packets: 1,
+            };
             assert_eq!(20 + Ext::Sctp(vec![sack]).wire_bytes(), 20 + 12 + 16 + 4 * k as u32);
         }
-        let dups = SctpChunk::Sack { cum_tsn: 1, a_rwnd: 0, gaps: vec![], duplicates: vec![7, 8], dac_packets: 1 };
+        let dups = SctpChunk::Sack {
+            cum_tsn: 1,
+            a_rwnd: 0,
+            gaps: vec![],
+            duplicates: vec![7, 8],
+            dac_packets: 1,
+        };
         assert_eq!(dups.wire_bytes(), 24);
     }
 
@@ -208,22 +230,61 @@ mod tests {
     /// payload bytes (payload efficiency 96.8 %, protocols.md §6).
     #[test]
     fn sctp_data_payload_at_mtu_1500() {
-        let data = SctpChunk::Data { tsn: 0, stream: 0, ssn: 0, len: 1452, dest: 0 };
+        let data = SctpChunk::Data {
+            tsn: 0,
+            stream: 0,
+            ssn: 0,
+            len: 1452,
+            dest: 0,
+        };
         assert_eq!(20 + Ext::Sctp(vec![data]).wire_bytes(), 1500);
         // A chunk is padded to 4 bytes.
-        assert_eq!(SctpChunk::Data { tsn: 0, stream: 0, ssn: 0, len: 1, dest: 0 }.wire_bytes(), 20);
+        assert_eq!(
+            SctpChunk::Data {
+                tsn: 0,
+                stream: 0,
+                ssn: 0,
+                len: 1,
+                dest: 0
+            }
+            .wire_bytes(),
+            20
+        );
     }
 
     /// RFC 8684 §3.3: DSS with an 8-byte DATA_ACK and an 8-byte-DSN mapping
     /// without checksum is 4 + 8 + 8 + 4 + 2 = 26 bytes, padded to 28.
     #[test]
     fn mptcp_dss_sizes() {
-        let dss = Dss { data_ack: Some(1), mapping: Some(DssMapping { dsn: 1, ssn: 1, len: 1400 }), wide: true, ..Dss::default() };
+        let dss = Dss {
+            data_ack: Some(1),
+            mapping: Some(DssMapping {
+                dsn: 1,
+                ssn: 1,
+                len: 1400,
+            }),
+            wide: true,
+            ..Dss::default()
+        };
         assert_eq!(dss.option_bytes(), 26);
-        assert_eq!(MptcpOptions { handshake: None, dss: Some(dss) }.wire_bytes(), 28);
-        let ack_only = Dss { data_ack: Some(1), wide: false, ..Dss::default() };
+        assert_eq!(
+            MptcpOptions {
+                handshake: None,
+                dss: Some(dss)
+            }
+            .wire_bytes(),
+            28
+        );
+        let ack_only = Dss {
+            data_ack: Some(1),
+            wide: false,
+            ..Dss::default()
+        };
         assert_eq!(ack_only.option_bytes(), 8);
-        let join = MptcpOptions { handshake: Some(MptcpHandshake::Join { packet: 3 }), dss: None };
+        let join = MptcpOptions {
+            handshake: Some(MptcpHandshake::Join { packet: 3 }),
+            dss: None,
+        };
         assert_eq!(join.wire_bytes(), 24);
     }
 

@@ -26,7 +26,6 @@ crate::counters! {
     }
 }
 
-
 pub struct Channel {
     pub id: ChannelId,
     /// "a->b" style name for reports.
@@ -102,7 +101,12 @@ impl Channel {
                 None
             }
         };
-        Completed { packet, size, lost, next_done_in }
+        Completed {
+            packet,
+            size,
+            lost,
+            next_done_in,
+        }
     }
 
     /// A packet reached the far end.

@@ -7,15 +7,24 @@ use crate::engine::RandomStream;
 pub enum LossModel {
     None,
     /// Each packet is lost independently with probability `p`.
-    Bernoulli { p: f64 },
+    Bernoulli {
+        p: f64,
+    },
     /// Two-state Markov chain (Gilbert–Elliott). The state moves before each
     /// packet: good→bad with `p_gb`, bad→good with `p_bg`; the packet is then
     /// lost with `loss_good` or `loss_bad`.
-    GilbertElliott { p_gb: f64, p_bg: f64, loss_good: f64, loss_bad: f64 },
+    GilbertElliott {
+        p_gb: f64,
+        p_bg: f64,
+        loss_good: f64,
+        loss_bad: f64,
+    },
     /// Deterministic: lose exactly the packets with these 0-based indices in
     /// this direction's transmission order (ns-2's ErrorModel/List). For tests
     /// and for reproducing a loss pattern exactly.
-    List { indices: Vec<u64> },
+    List {
+        indices: Vec<u64>,
+    },
 }
 
 /// A loss model with its own random stream and state.
@@ -35,7 +44,13 @@ impl LossProcess {
             indices.sort_unstable();
             indices.dedup();
         }
-        Self { model, rng, in_bad_state: false, seen: 0, list_pos: 0 }
+        Self {
+            model,
+            rng,
+            in_bad_state: false,
+            seen: 0,
+            list_pos: 0,
+        }
     }
 
     /// Decide the fate of the next packet: true = lost.
@@ -46,7 +61,12 @@ impl LossProcess {
         match &self.model {
             LossModel::None => false,
             LossModel::Bernoulli { p } => self.rng.bernoulli(*p),
-            LossModel::GilbertElliott { p_gb, p_bg, loss_good, loss_bad } => {
+            LossModel::GilbertElliott {
+                p_gb,
+                p_bg,
+                loss_good,
+                loss_bad,
+            } => {
                 let flip = if self.in_bad_state { *p_bg } else { *p_gb };
                 if self.rng.bernoulli(flip) {
                     self.in_bad_state = !self.in_bad_state;
@@ -85,7 +105,12 @@ mod tests {
     #[test]
     fn gilbert_elliott_stationary_rate() {
         // Stationary P(bad) = p_gb / (p_gb + p_bg) = 0.01/0.11; loss = that × 0.5.
-        let m = LossModel::GilbertElliott { p_gb: 0.01, p_bg: 0.1, loss_good: 0.0, loss_bad: 0.5 };
+        let m = LossModel::GilbertElliott {
+            p_gb: 0.01,
+            p_bg: 0.1,
+            loss_good: 0.0,
+            loss_bad: 0.5,
+        };
         let expect = 0.01 / 0.11 * 0.5;
         let r = rate(m, 2_000_000);
         assert!((r - expect).abs() / expect < 0.05, "{r} vs {expect}");

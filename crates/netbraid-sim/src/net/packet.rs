@@ -53,7 +53,9 @@ impl SackBlocks {
     }
     /// The blocks as absolute sequence numbers, given the base they were pushed with.
     pub fn iter(&self, base: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.blocks[..self.n as usize].iter().map(move |&(s, e)| (base + s as u64, base + e as u64))
+        self.blocks[..self.n as usize]
+            .iter()
+            .map(move |&(s, e)| (base + s as u64, base + e as u64))
     }
     /// Add a block (absolute, at or above `base`); false when full or not
     /// representable.
@@ -249,7 +251,10 @@ mod tests {
         assert_eq!(pool.live(), 2);
         // An extension is taken by the receiver, or freed with its packet.
         let ext = || Box::new(Ext::Sctp(vec![]));
-        let with_ext = Packet { ext: Some(pool.insert_ext(ext())), ..p };
+        let with_ext = Packet {
+            ext: Some(pool.insert_ext(ext())),
+            ..p
+        };
         let c = pool.insert(with_ext);
         assert_eq!(pool.live_exts(), 1);
         assert_eq!(pool.take_ext(c), Some(ext()));

@@ -20,7 +20,11 @@ pub struct DropTailQueue {
 
 impl DropTailQueue {
     pub fn new(limit: QueueLimit) -> Self {
-        Self { limit, items: VecDeque::new(), bytes: 0 }
+        Self {
+            limit,
+            items: VecDeque::new(),
+            bytes: 0,
+        }
     }
 
     /// Whether a packet of `size` bytes fits.

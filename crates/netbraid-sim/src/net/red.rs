@@ -43,7 +43,14 @@ pub struct Red {
 
 impl Red {
     pub fn new(p: RedParams, typical_tx: Time, rng: RandomStream) -> Self {
-        Self { p, avg: 0.0, count: -1, idle_since: Some(0), typical_tx: typical_tx.max(1), rng }
+        Self {
+            p,
+            avg: 0.0,
+            count: -1,
+            idle_since: Some(0),
+            typical_tx: typical_tx.max(1),
+            rng,
+        }
     }
 
     pub fn average(&self) -> f64 {
@@ -96,7 +103,14 @@ mod tests {
     use super::*;
 
     fn red(gentle: bool) -> Red {
-        let p = RedParams { min_th: 5.0, max_th: 15.0, max_p: 0.1, w_q: 0.002, gentle, ecn: true };
+        let p = RedParams {
+            min_th: 5.0,
+            max_th: 15.0,
+            max_p: 0.1,
+            w_q: 0.002,
+            gentle,
+            ecn: true,
+        };
         Red::new(p, 1000, RandomStream::new(1, "red"))
     }
 
@@ -129,8 +143,14 @@ mod tests {
             soft.on_arrival(i, 20, true);
         }
         assert_eq!(hard.on_arrival(20_000, 20, true), RedVerdict::Drop); // avg ≈ 20 > 15
-        let marks = (0..1000).filter(|&i| soft.on_arrival(20_001 + i, 20, true) != RedVerdict::Enqueue).count();
-        assert!(marks < 1000, "gentle RED still lets some through at avg {}", soft.average());
+        let marks = (0..1000)
+            .filter(|&i| soft.on_arrival(20_001 + i, 20, true) != RedVerdict::Enqueue)
+            .count();
+        assert!(
+            marks < 1000,
+            "gentle RED still lets some through at avg {}",
+            soft.average()
+        );
     }
 
     #[test]

@@ -118,7 +118,9 @@ impl Group {
                 for (c, w) in self.credit.iter_mut().zip(&self.weights) {
                     *c += w;
                 }
-                let best = (0..k).max_by_key(|&i| (self.credit[i], std::cmp::Reverse(i))).expect("non-empty");
+                let best = (0..k)
+                    .max_by_key(|&i| (self.credit[i], std::cmp::Reverse(i)))
+                    .expect("non-empty");
                 self.credit[best] -= total;
                 self.channels[best]
             }
@@ -175,7 +177,11 @@ impl RoutingTable {
             slot_of: vec![NO_SLOT; g.links.len() * 2],
             next: Vec::new(),
             towards: vec![None; n_nodes],
-            multipath: if g.multipath.is_empty() { vec![Multipath::None; n_nodes] } else { g.multipath.to_vec() },
+            multipath: if g.multipath.is_empty() {
+                vec![Multipath::None; n_nodes]
+            } else {
+                g.multipath.to_vec()
+            },
             channel_rates: g.channel_rates.to_vec(),
             groups: Vec::new(),
             max_entries: MAX_ENTRIES,
@@ -197,8 +203,11 @@ impl RoutingTable {
         let link = dst.link();
         let (a, b) = self.links[link];
         // interface 2l is on a (peer b); 2l+1 is on b (peer a)
-        let (owner, peer, last_hop) =
-            if dst.0.is_multiple_of(2) { (a.0, b.0, 2 * link as u32 + 1) } else { (b.0, a.0, 2 * link as u32) };
+        let (owner, peer, last_hop) = if dst.0.is_multiple_of(2) {
+            (a.0, b.0, 2 * link as u32 + 1)
+        } else {
+            (b.0, a.0, 2 * link as u32)
+        };
         if self.towards[peer as usize].is_none() {
             self.towards[peer as usize] = Some(next_hops_towards(peer, &self.is_router, &self.adj));
         }
@@ -219,7 +228,10 @@ impl RoutingTable {
                     1 => hops[0],
                     _ if policy == Multipath::None => hops[0],
                     _ => {
-                        let weights: Vec<i64> = hops.iter().map(|&c| (self.channel_rates[c as usize] / 1000).max(1) as i64).collect();
+                        let weights: Vec<i64> = hops
+                            .iter()
+                            .map(|&c| (self.channel_rates[c as usize] / 1000).max(1) as i64)
+                            .collect();
                         self.groups.push(Group {
                             policy,
                             channels: hops.clone(),
@@ -359,7 +371,12 @@ mod tests {
     }
 
     fn table(is_router: &[bool], links: &[(u32, u32)], dsts: &[u32]) -> Raw {
-        let mut t = Raw(RoutingTable::new(&Graph { is_router, links: &typed(links), multipath: &[], channel_rates: &[] }));
+        let mut t = Raw(RoutingTable::new(&Graph {
+            is_router,
+            links: &typed(links),
+            multipath: &[],
+            channel_rates: &[],
+        }));
         for &d in dsts {
             t.add_destination(d).unwrap();
         }
@@ -401,7 +418,12 @@ mod tests {
         let n = 2_000;
         let is_router = vec![false; n];
         let links: Vec<(u32, u32)> = (1..n as u32).map(|h| (0, h)).collect();
-        let mut t = Raw(RoutingTable::new(&Graph { is_router: &is_router, links: &typed(&links), multipath: &[], channel_rates: &[] }));
+        let mut t = Raw(RoutingTable::new(&Graph {
+            is_router: &is_router,
+            links: &typed(&links),
+            multipath: &[],
+            channel_rates: &[],
+        }));
         t.0.max_entries = 100 * n;
         let result = (0..links.len() as u32 * 2).try_for_each(|d| t.add_destination(d));
         assert!(result.unwrap_err().contains("routing table limit"));
@@ -418,7 +440,12 @@ mod tests {
         }
         let multipath = [Multipath::None, policy, Multipath::None, Multipath::None];
         let is_router = [false, true, true, false];
-        let mut t = Raw(RoutingTable::new(&Graph { is_router: &is_router, links: &typed(&links), multipath: &multipath, channel_rates: &channel_rates }));
+        let mut t = Raw(RoutingTable::new(&Graph {
+            is_router: &is_router,
+            links: &typed(&links),
+            multipath: &multipath,
+            channel_rates: &channel_rates,
+        }));
         let dst = 2 * (links.len() as u32 - 1) + 1; // h1's interface
         t.add_destination(dst).unwrap();
         (t, dst)
@@ -439,7 +466,10 @@ mod tests {
                 let total: u64 = counts.iter().sum();
                 assert_eq!(total, n);
                 for c in &counts {
-                    assert!(*c == n / k as u64 || *c == n.div_ceil(k as u64), "k={k} n={n}: {counts:?}");
+                    assert!(
+                        *c == n / k as u64 || *c == n.div_ceil(k as u64),
+                        "k={k} n={n}: {counts:?}"
+                    );
                 }
                 // reset by draining to a multiple of k for the next n
                 while counts.iter().any(|&c| c != counts[0]) {
@@ -483,12 +513,33 @@ mod tests {
         use crate::ids::{EndpointId, FlowId};
         use crate::net::packet::{Body, UdpDatagram};
         let pkt = |src_port: u16| Packet {
-            src: IfaceId(0), dst: IfaceId(9), src_port, dst_port: 5201, endpoint: EndpointId(0), path: 0, flow: FlowId(0), track: 0, data: true, size: 100, ttl: 64, ecn: 0, ext: None, body: Body::Udp(UdpDatagram { seq: 0, len: 72 }),
+            src: IfaceId(0),
+            dst: IfaceId(9),
+            src_port,
+            dst_port: 5201,
+            endpoint: EndpointId(0),
+            path: 0,
+            flow: FlowId(0),
+            track: 0,
+            data: true,
+            size: 100,
+            ttl: 64,
+            ecn: 0,
+            ext: None,
+            body: Body::Udp(UdpDatagram { seq: 0, len: 72 }),
         };
-        assert_eq!(five_tuple_hash(&pkt(10000), NodeId(3)), five_tuple_hash(&pkt(10000), NodeId(3)));
-        let picks: std::collections::HashSet<u64> = (10000..10016).map(|p| five_tuple_hash(&pkt(p), NodeId(3)) % 2).collect();
+        assert_eq!(
+            five_tuple_hash(&pkt(10000), NodeId(3)),
+            five_tuple_hash(&pkt(10000), NodeId(3))
+        );
+        let picks: std::collections::HashSet<u64> = (10000..10016)
+            .map(|p| five_tuple_hash(&pkt(p), NodeId(3)) % 2)
+            .collect();
         assert_eq!(picks.len(), 2, "16 connections all hashed to one of two paths");
         // another router splits independently
-        assert_ne!(five_tuple_hash(&pkt(10000), NodeId(3)), five_tuple_hash(&pkt(10000), NodeId(4)));
+        assert_ne!(
+            five_tuple_hash(&pkt(10000), NodeId(3)),
+            five_tuple_hash(&pkt(10000), NodeId(4))
+        );
     }
 }

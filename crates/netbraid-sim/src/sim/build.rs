@@ -37,14 +37,20 @@ fn check_probability(field: &str, p: f64) -> Result<(), SimError> {
     if (0.0..=1.0).contains(&p) {
         Ok(())
     } else {
-        Err(SimError::invalid(field, format!("{p} is not a probability (allowed: 0 to 1)")))
+        Err(SimError::invalid(
+            field,
+            format!("{p} is not a probability (allowed: 0 to 1)"),
+        ))
     }
 }
 
 /// A time anywhere in a scenario (ns): at most `MAX_TIME_NS`.
 pub fn check_time(field: &str, t: u64) -> Result<(), SimError> {
     if t > MAX_TIME_NS {
-        return Err(SimError::invalid(field, format!("{} s is too long (allowed: up to 10^7 s)", t as f64 / 1e9)));
+        return Err(SimError::invalid(
+            field,
+            format!("{} s is too long (allowed: up to 10^7 s)", t as f64 / 1e9),
+        ));
     }
     Ok(())
 }
@@ -52,7 +58,10 @@ pub fn check_time(field: &str, t: u64) -> Result<(), SimError> {
 /// A rate anywhere in a scenario (bit/s): 1 bit/s to `MAX_RATE_BPS`.
 pub fn check_rate(field: &str, rate_bps: u64) -> Result<(), SimError> {
     if rate_bps == 0 || rate_bps > MAX_RATE_BPS {
-        return Err(SimError::invalid(field, format!("{rate_bps} bit/s is not allowed (1 bit/s to 10 Tbit/s)")));
+        return Err(SimError::invalid(
+            field,
+            format!("{rate_bps} bit/s is not allowed (1 bit/s to 10 Tbit/s)"),
+        ));
     }
     Ok(())
 }
@@ -62,23 +71,40 @@ fn check_direction(field: &str, d: &DirectionSpec) -> Result<QueueLimit, SimErro
     check_time(&format!("{field}.delay"), d.delay_ns)?;
     match &d.loss {
         LossSpec::Bernoulli { p } => check_probability(&format!("{field}.loss.p"), *p)?,
-        LossSpec::GilbertElliott { p_gb, p_bg, loss_good, loss_bad } => {
-            for (k, v) in [("p_gb", p_gb), ("p_bg", p_bg), ("loss_good", loss_good), ("loss_bad", loss_bad)] {
+        LossSpec::GilbertElliott {
+            p_gb,
+            p_bg,
+            loss_good,
+            loss_bad,
+        } => {
+            for (k, v) in [
+                ("p_gb", p_gb),
+                ("p_bg", p_bg),
+                ("loss_good", loss_good),
+                ("loss_bad", loss_bad),
+            ] {
                 check_probability(&format!("{field}.loss.{k}"), *v)?;
             }
         }
         LossSpec::None | LossSpec::List { .. } => {}
     }
     if let Some(r) = &d.queue.red {
-        let ok = r.min_th >= 0.0 && r.max_th > r.min_th && (0.0..=1.0).contains(&r.max_p) && r.w_q > 0.0 && r.w_q <= 1.0;
+        let ok =
+            r.min_th >= 0.0 && r.max_th > r.min_th && (0.0..=1.0).contains(&r.max_p) && r.w_q > 0.0 && r.w_q <= 1.0;
         if !ok {
-            return Err(SimError::invalid(format!("{field}.red"), "need 0 ≤ min_th < max_th, 0 ≤ max_p ≤ 1, 0 < w_q ≤ 1"));
+            return Err(SimError::invalid(
+                format!("{field}.red"),
+                "need 0 ≤ min_th < max_th, 0 ≤ max_p ≤ 1, 0 < w_q ≤ 1",
+            ));
         }
     }
     match (d.queue.packets, d.queue.bytes) {
         (Some(p), None) => Ok(QueueLimit::Packets(p)),
         (None, Some(b)) => Ok(QueueLimit::Bytes(b)),
-        _ => Err(SimError::invalid(format!("{field}.queue"), "give exactly one limit, in packets or in bytes")),
+        _ => Err(SimError::invalid(
+            format!("{field}.queue"),
+            "give exactly one limit, in packets or in bytes",
+        )),
     }
 }
 
@@ -161,12 +187,18 @@ fn build_network(scn: &Scenario) -> Result<Network, SimError> {
     for (l, link) in scn.links.iter().enumerate() {
         for (k, n) in [("a", link.a), ("b", link.b)] {
             if n as usize >= n_nodes {
-                return Err(SimError::invalid(format!("links[{l}].{k}"), format!("node index {n} does not exist")));
+                return Err(SimError::invalid(
+                    format!("links[{l}].{k}"),
+                    format!("node index {n} does not exist"),
+                ));
             }
         }
         let (a, b) = (NodeId(link.a), NodeId(link.b));
         if a == b {
-            return Err(SimError::invalid(format!("links[{l}]"), format!("links '{}' to itself", name_of(a))));
+            return Err(SimError::invalid(
+                format!("links[{l}]"),
+                format!("links '{}' to itself", name_of(a)),
+            ));
         }
         pairs.push((a, b));
         iface_node.extend([a, b]);
@@ -203,7 +235,12 @@ fn build_network(scn: &Scenario) -> Result<Network, SimError> {
     let is_router: Vec<bool> = scn.nodes.iter().map(|n| n.router).collect();
     let multipath: Vec<_> = scn.nodes.iter().map(|n| n.multipath).collect();
     let channel_rates: Vec<u64> = channels.iter().map(|c| c.rate_bps).collect();
-    let mut routes = RoutingTable::new(&Graph { is_router: &is_router, links: &pairs, multipath: &multipath, channel_rates: &channel_rates });
+    let mut routes = RoutingTable::new(&Graph {
+        is_router: &is_router,
+        links: &pairs,
+        multipath: &multipath,
+        channel_rates: &channel_rates,
+    });
     let mut first_iface: Vec<Option<IfaceId>> = vec![None; n_nodes];
     for (i, &n) in iface_node.iter().enumerate().rev() {
         first_iface[n.idx()] = Some(IfaceId(i as u32));
@@ -213,7 +250,11 @@ fn build_network(scn: &Scenario) -> Result<Network, SimError> {
     // destinations (for data) and, once known, its sources (for ACKs).
     for f in &scn.flows {
         for p in paths_of(f) {
-            if let Some(d) = p.dst_iface.map(IfaceId).or_else(|| first_iface.get(f.dst as usize).copied().flatten()) {
+            if let Some(d) = p
+                .dst_iface
+                .map(IfaceId)
+                .or_else(|| first_iface.get(f.dst as usize).copied().flatten())
+            {
                 if d.idx() < iface_node.len() {
                     routes.add_destination(d).map_err(routing_err)?;
                 }
@@ -225,33 +266,63 @@ fn build_network(scn: &Scenario) -> Result<Network, SimError> {
     }
     for (i, r) in scn.routes.iter().enumerate() {
         if r.node as usize >= n_nodes {
-            return Err(SimError::invalid(format!("routes[{i}].node"), format!("node index {} does not exist", r.node)));
+            return Err(SimError::invalid(
+                format!("routes[{i}].node"),
+                format!("node index {} does not exist", r.node),
+            ));
         }
         if r.dst_iface as usize >= iface_node.len() {
-            return Err(SimError::invalid(format!("routes[{i}].to"), format!("interface {} does not exist", r.dst_iface)));
+            return Err(SimError::invalid(
+                format!("routes[{i}].to"),
+                format!("interface {} does not exist", r.dst_iface),
+            ));
         }
         match channels.get(r.channel as usize) {
-            Some(c) if c.from == NodeId(r.node) => {
-                routes.set(NodeId(r.node), IfaceId(r.dst_iface), ChannelId(r.channel)).map_err(routing_err)?
+            Some(c) if c.from == NodeId(r.node) => routes
+                .set(NodeId(r.node), IfaceId(r.dst_iface), ChannelId(r.channel))
+                .map_err(routing_err)?,
+            Some(_) => {
+                return Err(SimError::invalid(
+                    format!("routes[{i}].via"),
+                    format!("link does not start at '{}'", name_of(NodeId(r.node))),
+                ))
             }
-            Some(_) => return Err(SimError::invalid(format!("routes[{i}].via"), format!("link does not start at '{}'", name_of(NodeId(r.node))))),
-            None => return Err(SimError::invalid(format!("routes[{i}].via"), format!("link {} does not exist", r.channel))),
+            None => {
+                return Err(SimError::invalid(
+                    format!("routes[{i}].via"),
+                    format!("link {} does not exist", r.channel),
+                ))
+            }
         }
     }
-    Ok(Network { channels, iface_node, is_router, routes, first_iface })
+    Ok(Network {
+        channels,
+        iface_node,
+        is_router,
+        routes,
+        first_iface,
+    })
 }
 
 /// A flow's paths: its `paths`, or the one its `src_iface` / `dst_iface` give.
 fn paths_of(f: &FlowSpec) -> Vec<PathSpec> {
     if f.paths.is_empty() {
-        vec![PathSpec { src_iface: f.src_iface, dst_iface: f.dst_iface }]
+        vec![PathSpec {
+            src_iface: f.src_iface,
+            dst_iface: f.dst_iface,
+        }]
     } else {
         f.paths.clone()
     }
 }
 
 /// Each flow's two endpoints, with one `Path` per path at each end.
-fn build_flows(scn: &Scenario, net: &mut Network, tracks: &mut Tracks, factory: &EndpointFactory) -> Result<(Vec<Slot>, Vec<Flow>), SimError> {
+fn build_flows(
+    scn: &Scenario,
+    net: &mut Network,
+    tracks: &mut Tracks,
+    factory: &EndpointFactory,
+) -> Result<(Vec<Slot>, Vec<Flow>), SimError> {
     let n_nodes = scn.nodes.len();
     let name_of = |n: NodeId| scn.nodes[n.idx()].name.clone();
     let mut endpoints = Vec::with_capacity(scn.flows.len() * 2);
@@ -266,20 +337,36 @@ fn build_flows(scn: &Scenario, net: &mut Network, tracks: &mut Tracks, factory: 
         }
         for (k, n) in [("from", f.src), ("to", f.dst)] {
             if n as usize >= n_nodes {
-                return Err(SimError::invalid(format!("{field}.{k}"), format!("node index {n} does not exist")));
+                return Err(SimError::invalid(
+                    format!("{field}.{k}"),
+                    format!("node index {n} does not exist"),
+                ));
             }
         }
         if f.src == f.dst {
-            return Err(SimError::invalid(field, format!("source and destination are the same node '{}'", name_of(NodeId(f.src)))));
+            return Err(SimError::invalid(
+                field,
+                format!("source and destination are the same node '{}'", name_of(NodeId(f.src))),
+            ));
         }
         if f.paths.len() > 64 {
-            return Err(SimError::invalid(format!("{field}.paths"), format!("{} paths (allowed: up to 64)", f.paths.len())));
+            return Err(SimError::invalid(
+                format!("{field}.paths"),
+                format!("{} paths (allowed: up to 64)", f.paths.len()),
+            ));
         }
-        let (s, r) = (EndpointId(endpoints.len() as u32), EndpointId(endpoints.len() as u32 + 1));
+        let (s, r) = (
+            EndpointId(endpoints.len() as u32),
+            EndpointId(endpoints.len() as u32 + 1),
+        );
         let mut sender_paths = Vec::new();
         let mut receiver_paths = Vec::new();
         for (k, p) in paths_of(f).iter().enumerate() {
-            let where_ = if f.paths.is_empty() { field.clone() } else { format!("{field}.paths[{k}]") };
+            let where_ = if f.paths.is_empty() {
+                field.clone()
+            } else {
+                format!("{field}.paths[{k}]")
+            };
             let (out_channel, dst_iface, back_channel) = route_path(net, &name_of, &where_, f, p)?;
             let client_port = FIRST_CLIENT_PORT + (next_port % (u16::MAX - FIRST_CLIENT_PORT) as u32) as u16;
             next_port += 1;
@@ -315,12 +402,28 @@ fn build_flows(scn: &Scenario, net: &mut Network, tracks: &mut Tracks, factory: 
         if f.stop_ns.is_some_and(|stop| stop <= start) {
             return Err(SimError::invalid(format!("{field}.stop"), "must be after the start"));
         }
-        let setup = FlowSetup { field: &field, seed: scn.seed, start, stop: f.stop_ns.unwrap_or(Time::MAX), paths: sender_paths.len() };
+        let setup = FlowSetup {
+            field: &field,
+            seed: scn.seed,
+            start,
+            stop: f.stop_ns.unwrap_or(Time::MAX),
+            paths: sender_paths.len(),
+        };
         let (sender, receiver) = factory(f, &setup)?;
         let flow = FlowId(i as u32);
         let flow_tracks = sender_paths[0].track..sender_paths[sender_paths.len() - 1].track + 1;
-        endpoints.push(Slot { endpoint: sender, flow, paths: sender_paths, wake_at: None });
-        endpoints.push(Slot { endpoint: receiver, flow, paths: receiver_paths, wake_at: None });
+        endpoints.push(Slot {
+            endpoint: sender,
+            flow,
+            paths: sender_paths,
+            wake_at: None,
+        });
+        endpoints.push(Slot {
+            endpoint: receiver,
+            flow,
+            paths: receiver_paths,
+            wake_at: None,
+        });
         flows.push(Flow {
             name: f.name.clone(),
             src: NodeId(f.src),
@@ -347,21 +450,45 @@ fn route_path(
     let (src, dst) = (NodeId(f.src), NodeId(f.dst));
     let dst_iface = match p.dst_iface.map(IfaceId) {
         Some(x) if net.iface_node.get(x.idx()) == Some(&dst) => x,
-        Some(x) => return Err(SimError::invalid(format!("{field}.to_iface"), format!("interface {} is not on '{}'", x.0, name_of(dst)))),
-        None => net.first_iface[dst.idx()].ok_or_else(|| SimError::invalid(format!("{field}.to"), format!("'{}' has no links", name_of(dst))))?,
+        Some(x) => {
+            return Err(SimError::invalid(
+                format!("{field}.to_iface"),
+                format!("interface {} is not on '{}'", x.0, name_of(dst)),
+            ))
+        }
+        None => net.first_iface[dst.idx()]
+            .ok_or_else(|| SimError::invalid(format!("{field}.to"), format!("'{}' has no links", name_of(dst))))?,
     };
     let unreachable = || SimError::invalid(field, format!("no route from '{}' to '{}'", name_of(src), name_of(dst)));
     let out_channel = match p.src_iface.map(IfaceId) {
         Some(x) if net.iface_node.get(x.idx()) == Some(&src) => x.out_channel(),
-        Some(x) => return Err(SimError::invalid(format!("{field}.from_iface"), format!("interface {} is not on '{}'", x.0, name_of(src)))),
+        Some(x) => {
+            return Err(SimError::invalid(
+                format!("{field}.from_iface"),
+                format!("interface {} is not on '{}'", x.0, name_of(src)),
+            ))
+        }
         None => net.routes.lookup(src, dst_iface).channel().ok_or_else(unreachable)?,
     };
     let src_iface = out_channel.from_iface();
-    net.routes.add_destination(src_iface).map_err(|e| SimError::invalid("", e))?; // static routes set earlier are kept
+    net.routes
+        .add_destination(src_iface)
+        .map_err(|e| SimError::invalid("", e))?; // static routes set earlier are kept
     let back_channel = net.routes.lookup(dst, src_iface).channel().ok_or_else(unreachable)?;
     for (from_ch, target) in [(out_channel, dst_iface), (back_channel, src_iface)] {
-        check_path(&net.channels, &net.routes, &net.iface_node, &net.is_router, from_ch, target).map_err(|n| match n {
-            Some(n) => SimError::invalid(field, format!("no route onward from '{}' (check the static routes)", name_of(n))),
+        check_path(
+            &net.channels,
+            &net.routes,
+            &net.iface_node,
+            &net.is_router,
+            from_ch,
+            target,
+        )
+        .map_err(|n| match n {
+            Some(n) => SimError::invalid(
+                field,
+                format!("no route onward from '{}' (check the static routes)", name_of(n)),
+            ),
             None => SimError::invalid(field, "routing loop (check the static routes)"),
         })?;
     }
@@ -372,9 +499,14 @@ fn build_captures(scn: &Scenario, n_channels: usize) -> Result<Captures, SimErro
     let mut captures = Captures::new(n_channels);
     for (i, p) in scn.pcap.iter().enumerate() {
         if p.channel as usize >= n_channels {
-            return Err(SimError::invalid(format!("pcap[{i}]"), format!("link direction {} does not exist", p.channel)));
+            return Err(SimError::invalid(
+                format!("pcap[{i}]"),
+                format!("link direction {} does not exist", p.channel),
+            ));
         }
-        captures.add(ChannelId(p.channel), &p.path).map_err(|e| SimError::invalid(format!("pcap[{i}]"), format!("cannot create '{}': {e}", p.path)))?;
+        captures
+            .add(ChannelId(p.channel), &p.path)
+            .map_err(|e| SimError::invalid(format!("pcap[{i}]"), format!("cannot create '{}': {e}", p.path)))?;
     }
     Ok(captures)
 }

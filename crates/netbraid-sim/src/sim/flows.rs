@@ -35,45 +35,98 @@ pub fn builtin(spec: &FlowSpec, setup: &FlowSetup) -> Result<EndpointPair, SimEr
     if setup.paths != 1 {
         return Err(SimError::invalid(
             format!("{path}.paths"),
-            format!("a flow of this kind uses one path, not {} (several paths need a multipath kind)", setup.paths),
+            format!(
+                "a flow of this kind uses one path, not {} (several paths need a multipath kind)",
+                setup.paths
+            ),
         ));
     }
     Ok(match &spec.kind {
-        FlowKind::Tcp { tcp, bytes, read_rate_bps } => {
+        FlowKind::Tcp {
+            tcp,
+            bytes,
+            read_rate_bps,
+        } => {
             tcp.validate(&format!("{path}."))?;
             let cc = crate::cc::build(&format!("{path}."), &tcp.cc, &tcp.cc_params, tcp.controller_config())?;
             let policy = match read_rate_bps {
                 None => ReadPolicy::Waiting,
                 Some(r) => {
                     check_rate(&format!("{path}.read_rate"), *r)?;
-                    ReadPolicy::Rate { rate_bps: *r, chunk: tcp.mss as u64 }
+                    ReadPolicy::Rate {
+                        rate_bps: *r,
+                        chunk: tcp.mss as u64,
+                    }
                 }
             };
             let sender = BulkSender::new(TcpSender::new(tcp.clone(), cc), *bytes);
             let reader = TcpReader::new(TcpReceiver::new(tcp), policy);
             (Box::new(sender), Box::new(reader))
         }
-        FlowKind::Cbr { rate_bps, packet_bytes, header_bytes } | FlowKind::OnOff { rate_bps, packet_bytes, header_bytes, .. } => {
+        FlowKind::Cbr {
+            rate_bps,
+            packet_bytes,
+            header_bytes,
+        }
+        | FlowKind::OnOff {
+            rate_bps,
+            packet_bytes,
+            header_bytes,
+            ..
+        } => {
             check_rate(&format!("{path}.rate"), *rate_bps)?;
             if *packet_bytes == 0 || *packet_bytes > 65507 || *header_bytes > 120 {
-                return Err(SimError::invalid(path, "packet size must be 1 to 65507 B, headers up to 120 B"));
+                return Err(SimError::invalid(
+                    path,
+                    "packet size must be 1 to 65507 B, headers up to 120 B",
+                ));
             }
             let source: Box<dyn Endpoint> = match &spec.kind {
-                FlowKind::OnOff { burst_ns, idle_ns, distribution, shape, .. } => {
+                FlowKind::OnOff {
+                    burst_ns,
+                    idle_ns,
+                    distribution,
+                    shape,
+                    ..
+                } => {
                     check_time(&format!("{path}.burst_time"), *burst_ns)?;
                     check_time(&format!("{path}.idle_time"), *idle_ns)?;
                     let dist = match distribution.as_str() {
                         "exponential" => OnOffDistribution::Exponential,
                         "pareto" if *shape > 1.0 && shape.is_finite() => OnOffDistribution::Pareto { shape: *shape },
-                        "pareto" => return Err(SimError::invalid(format!("{path}.shape"), "must be above 1 (ns-2's default is 1.5)")),
+                        "pareto" => {
+                            return Err(SimError::invalid(
+                                format!("{path}.shape"),
+                                "must be above 1 (ns-2's default is 1.5)",
+                            ))
+                        }
                         other => {
-                            return Err(SimError::invalid(format!("{path}.distribution"), format!("'{other}' is not allowed (exponential, pareto)")))
+                            return Err(SimError::invalid(
+                                format!("{path}.distribution"),
+                                format!("'{other}' is not allowed (exponential, pareto)"),
+                            ))
                         }
                     };
                     let rng = RandomStream::new(setup.seed, &format!("onoff:{}", spec.name));
-                    Box::new(OnOffSource::new(*rate_bps, *packet_bytes, *header_bytes, *burst_ns, *idle_ns, dist, rng, setup.start, setup.stop))
+                    Box::new(OnOffSource::new(
+                        *rate_bps,
+                        *packet_bytes,
+                        *header_bytes,
+                        *burst_ns,
+                        *idle_ns,
+                        dist,
+                        rng,
+                        setup.start,
+                        setup.stop,
+                    ))
                 }
-                _ => Box::new(CbrSource::new(*rate_bps, *packet_bytes, *header_bytes, setup.start, setup.stop)),
+                _ => Box::new(CbrSource::new(
+                    *rate_bps,
+                    *packet_bytes,
+                    *header_bytes,
+                    setup.start,
+                    setup.stop,
+                )),
             };
             (source, Box::new(UdpSink::default()))
         }

@@ -29,7 +29,11 @@ pub(super) struct Counts {
 
 impl Counts {
     pub fn since(&self, earlier: &Counts) -> Counts {
-        Counts { transport: self.transport.since(&earlier.transport), acct: self.acct.since(&earlier.acct), sender: self.sender }
+        Counts {
+            transport: self.transport.since(&earlier.transport),
+            acct: self.acct.since(&earlier.acct),
+            sender: self.sender,
+        }
     }
 }
 
@@ -59,7 +63,11 @@ impl Simulation {
             Scope::All => self.tracks.acct(tracks),
             Scope::Path(i) => self.tracks.acct[tracks.start as usize + i],
         };
-        Counts { transport: tx.counters.plus(&rx.counters), acct, sender: tx.sender.or(rx.sender) }
+        Counts {
+            transport: tx.counters.plus(&rx.counters),
+            acct,
+            sender: tx.sender.or(rx.sender),
+        }
     }
 
     pub(super) fn snapshot(&mut self, now: Time) -> Snapshot {
@@ -67,20 +75,46 @@ impl Simulation {
             .map(|f| {
                 let total = self.counts(now, f, Scope::All);
                 let n = self.endpoints[self.flows[f].sender.idx()].endpoint.path_count();
-                let paths = if n > 1 { (0..n).map(|i| self.counts(now, f, Scope::Path(i))).collect() } else { Vec::new() };
+                let paths = if n > 1 {
+                    (0..n).map(|i| self.counts(now, f, Scope::Path(i))).collect()
+                } else {
+                    Vec::new()
+                };
                 FlowSnapshot { total, paths }
             })
             .collect();
-        Snapshot { time: now, flows, channels: self.channels.iter().map(|c| c.counters).collect() }
+        Snapshot {
+            time: now,
+            flows,
+            channels: self.channels.iter().map(|c| c.counters).collect(),
+        }
     }
 
     pub(super) fn sample(&mut self, now: Time) {
         let snap = self.snapshot(now);
-        let prev = self.meter.last_sample.replace(snap.clone()).expect("first sample taken at start");
+        let prev = self
+            .meter
+            .last_sample
+            .replace(snap.clone())
+            .expect("first sample taken at start");
         let dt = (now - prev.time) as f64 / 1e9;
         let series = self.meter.series.get_or_insert_with(|| TimeSeries {
-            flows: self.flows.iter().map(|f| FlowSeries { name: f.name.clone(), ..Default::default() }).collect(),
-            links: self.channels.iter().map(|c| LinkSeries { name: c.name.clone(), ..Default::default() }).collect(),
+            flows: self
+                .flows
+                .iter()
+                .map(|f| FlowSeries {
+                    name: f.name.clone(),
+                    ..Default::default()
+                })
+                .collect(),
+            links: self
+                .channels
+                .iter()
+                .map(|c| LinkSeries {
+                    name: c.name.clone(),
+                    ..Default::default()
+                })
+                .collect(),
             ..Default::default()
         });
         series.time_s.push(now as f64 / 1e9);
@@ -90,7 +124,8 @@ impl Simulation {
             for (k, (pa, pb)) in a.paths.iter().zip(&b.paths).enumerate() {
                 if fs.subflows.len() <= k {
                     let back = fs.time_len();
-                    fs.subflows.push(FlowSeries::padded(format!("{}#{k}", fs.name), back - 1));
+                    fs.subflows
+                        .push(FlowSeries::padded(format!("{}#{k}", fs.name), back - 1));
                 }
                 push_sample(&mut fs.subflows[k], pa, pb, dt);
             }

@@ -81,7 +81,11 @@ struct Tracks {
 
 impl Tracks {
     fn new(n_channels: usize) -> Self {
-        Self { acct: Vec::new(), links: Vec::new(), words: n_channels.div_ceil(64) }
+        Self {
+            acct: Vec::new(),
+            links: Vec::new(),
+            words: n_channels.div_ceil(64),
+        }
     }
     /// Tracks for a new flow with `n` paths; returns their range.
     fn add(&mut self, n: usize) -> std::ops::Range<u32> {
@@ -103,7 +107,11 @@ impl Tracks {
         }
         all.iter()
             .enumerate()
-            .flat_map(|(w, &bits)| (0..64).filter(move |b| bits >> b & 1 == 1).map(move |b| ChannelId((w * 64 + b) as u32)))
+            .flat_map(|(w, &bits)| {
+                (0..64)
+                    .filter(move |b| bits >> b & 1 == 1)
+                    .map(move |b| ChannelId((w * 64 + b) as u32))
+            })
             .collect()
     }
     fn acct(&self, tracks: std::ops::Range<u32>) -> FlowAccounting {
@@ -155,8 +163,10 @@ impl Simulation {
     /// interface leaves by (static routes included). The emu backend installs
     /// exactly these routes, so both backends forward alike.
     pub fn forwarding(&mut self) -> Result<Vec<(NodeId, IfaceId, Vec<ChannelId>)>, SimError> {
-        let host_ifaces: Vec<IfaceId> =
-            (0..self.iface_node.len() as u32).map(IfaceId).filter(|i| !self.is_router[self.iface_node[i.idx()].idx()]).collect();
+        let host_ifaces: Vec<IfaceId> = (0..self.iface_node.len() as u32)
+            .map(IfaceId)
+            .filter(|i| !self.is_router[self.iface_node[i.idx()].idx()])
+            .collect();
         for &i in &host_ifaces {
             self.routes.add_destination(i).map_err(|e| SimError::invalid("", e))?;
         }
@@ -185,7 +195,8 @@ impl Simulation {
         // the flows' own events (a flow starting at the window's start is
         // counted from its first packet).
         self.events.schedule(self.measure.start_ns, Event::MeasureStart);
-        self.events.schedule(self.measure.stop_ns.min(self.duration), Event::MeasureStop);
+        self.events
+            .schedule(self.measure.stop_ns.min(self.duration), Event::MeasureStop);
         for (i, f) in self.flows.iter().enumerate() {
             self.events.schedule(f.start, Event::Start(FlowId(i as u32)));
             if let Some(stop) = f.stop {
@@ -350,7 +361,9 @@ impl Simulation {
         let pkt = self.pool.get(p);
         self.tracks.acct[pkt.track as usize].delivered_bytes += pkt.size as u64;
         let ep = pkt.endpoint;
-        self.endpoints[ep.idx()].endpoint.on_packet(now, Received { packet: pkt, ext }, &mut self.outbox);
+        self.endpoints[ep.idx()]
+            .endpoint
+            .on_packet(now, Received { packet: pkt, ext }, &mut self.outbox);
         self.pool.free(p);
         self.flush(now, ep);
     }

@@ -2,9 +2,9 @@
 
 use super::measure::{Counts, Snapshot};
 use super::Simulation;
-use crate::ids::ChannelId;
 use crate::endpoint::Scope;
 use crate::engine::time::as_secs_f64;
+use crate::ids::ChannelId;
 use crate::net::{format_addr, iface_addr};
 use crate::trace::series::TimeSeries;
 use crate::transport::tcp::CongestionRecord;
@@ -156,8 +156,14 @@ fn rates(c: &Counts, window: f64) -> Rates {
 impl Simulation {
     /// Names of the channels the tracks `tracks` (paths of flow `f`) used.
     fn link_names(&self, f: usize, tracks: std::ops::Range<u32>) -> Vec<String> {
-        let used = if self.mark_links { self.tracks.used(tracks) } else { self.links_of(f, tracks) };
-        used.into_iter().map(|ch| self.channels[ch.idx()].name.clone()).collect()
+        let used = if self.mark_links {
+            self.tracks.used(tracks)
+        } else {
+            self.links_of(f, tracks)
+        };
+        used.into_iter()
+            .map(|ch| self.channels[ch.idx()].name.clone())
+            .collect()
     }
 
     /// Without multipath routing a path's channels follow from the tables:
@@ -169,7 +175,10 @@ impl Simulation {
         for t in tracks {
             let acct = &self.tracks.acct[t as usize];
             let k = (t - flow.tracks.start) as usize;
-            for (end, sent) in [(flow.sender, acct.data_packets_sent), (flow.receiver, acct.ack_packets_sent)] {
+            for (end, sent) in [
+                (flow.sender, acct.data_packets_sent),
+                (flow.receiver, acct.ack_packets_sent),
+            ] {
                 if sent == 0 {
                     continue;
                 }
@@ -187,7 +196,10 @@ impl Simulation {
                 }
             }
         }
-        (0..used.len()).filter(|&c| used[c]).map(|c| ChannelId(c as u32)).collect()
+        (0..used.len())
+            .filter(|&c| used[c])
+            .map(|c| ChannelId(c as u32))
+            .collect()
     }
 
     pub(super) fn results(mut self, wall_s: f64) -> RunResult {
@@ -213,7 +225,10 @@ impl Simulation {
             let c = a.total.since(&b.total);
             let r = rates(&c, window);
             let sender_ep = self.flows[i].sender;
-            let now_state = self.endpoints[sender_ep.idx()].endpoint.snapshot(end, Scope::All).sender;
+            let now_state = self.endpoints[sender_ep.idx()]
+                .endpoint
+                .snapshot(end, Scope::All)
+                .sender;
             let endpoint = &self.endpoints[sender_ep.idx()];
             let report = endpoint.endpoint.report();
             let f = &self.flows[i];

@@ -7,8 +7,8 @@ use crate::app::UdpSink;
 use crate::endpoint::{Endpoint, Outbox, Received, Scope, Snapshot, Transmit};
 use crate::engine::time::{MILLISECOND, SECOND};
 use crate::engine::Time;
-use crate::net::packet::{Body, UdpDatagram};
 use crate::ids::IfaceId;
+use crate::net::packet::{Body, UdpDatagram};
 use crate::net::{format_addr, iface_addr};
 use crate::scenario::*;
 use crate::trace::counters::TransportCounters;
@@ -18,7 +18,11 @@ fn direction(rate_bps: u64, delay_ns: u64) -> DirectionSpec {
     DirectionSpec {
         rate_bps,
         delay_ns,
-        queue: QueueSpec { packets: Some(100), bytes: None, red: None },
+        queue: QueueSpec {
+            packets: Some(100),
+            bytes: None,
+            red: None,
+        },
         loss: LossSpec::None,
     }
 }
@@ -28,21 +32,55 @@ fn scenario(nodes: &[(&str, bool)], links: &[(u32, u32)], flows: Vec<FlowSpec>, 
         name: "test".into(),
         seed: 1,
         duration_ns: duration,
-        nodes: nodes.iter().map(|(n, r)| NodeSpec { name: n.to_string(), router: *r, multipath: Default::default() }).collect(),
-        links: links.iter().map(|&(a, b)| LinkSpec { a, b, ab: direction(10_000_000, MILLISECOND), ba: direction(10_000_000, MILLISECOND) }).collect(),
+        nodes: nodes
+            .iter()
+            .map(|(n, r)| NodeSpec {
+                name: n.to_string(),
+                router: *r,
+                multipath: Default::default(),
+            })
+            .collect(),
+        links: links
+            .iter()
+            .map(|&(a, b)| LinkSpec {
+                a,
+                b,
+                ab: direction(10_000_000, MILLISECOND),
+                ba: direction(10_000_000, MILLISECOND),
+            })
+            .collect(),
         routes: vec![],
         flows,
-        measure: MeasureSpec { start_ns: 0, stop_ns: duration, interval_ns: None },
+        measure: MeasureSpec {
+            start_ns: 0,
+            stop_ns: duration,
+            interval_ns: None,
+        },
         pcap: vec![],
     }
 }
 
 fn flow(name: &str, src: u32, dst: u32, kind: FlowKind) -> FlowSpec {
-    FlowSpec { name: name.into(), src, dst, src_iface: None, dst_iface: None, paths: vec![], start_ns: 0, start_jitter_ns: 0, stop_ns: None, kind }
+    FlowSpec {
+        name: name.into(),
+        src,
+        dst,
+        src_iface: None,
+        dst_iface: None,
+        paths: vec![],
+        start_ns: 0,
+        start_jitter_ns: 0,
+        stop_ns: None,
+        kind,
+    }
 }
 
 fn tcp() -> FlowKind {
-    FlowKind::Tcp { tcp: TcpConfig::default(), bytes: None, read_rate_bps: None }
+    FlowKind::Tcp {
+        tcp: TcpConfig::default(),
+        bytes: None,
+        read_rate_bps: None,
+    }
 }
 
 /// Sends `counts[i]` datagrams on path i at the start: the path is the
@@ -105,26 +143,61 @@ fn pcap_addresses(path: &std::path::Path) -> Vec<(String, String)> {
 fn two_interfaces_send_on_the_path_chosen() {
     // a —(link 0)— r1 —(link 2)— b ;  a —(link 1)— r2 —(link 3)— b
     let nodes = [("a", false), ("r1", true), ("r2", true), ("b", false)];
-    let mut f = flow("two", 0, 3, FlowKind::Cbr { rate_bps: 1, packet_bytes: 1, header_bytes: 28 });
+    let mut f = flow(
+        "two",
+        0,
+        3,
+        FlowKind::Cbr {
+            rate_bps: 1,
+            packet_bytes: 1,
+            header_bytes: 28,
+        },
+    );
     // a's interfaces are 0 (link 0) and 2 (link 1); b's are 5 (link 2) and 7 (link 3).
-    f.paths = vec![PathSpec { src_iface: Some(0), dst_iface: Some(5) }, PathSpec { src_iface: Some(2), dst_iface: Some(7) }];
+    f.paths = vec![
+        PathSpec {
+            src_iface: Some(0),
+            dst_iface: Some(5),
+        },
+        PathSpec {
+            src_iface: Some(2),
+            dst_iface: Some(7),
+        },
+    ];
     let mut scn = scenario(&nodes, &[(0, 1), (0, 2), (1, 3), (2, 3)], vec![f], SECOND);
     let dir = std::env::temp_dir().join(format!("netbraid-two-paths-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (p0, p1) = (dir.join("a_r1.pcap"), dir.join("a_r2.pcap"));
     scn.pcap = vec![
-        PcapSpec { channel: 0, path: p0.to_string_lossy().into() },
-        PcapSpec { channel: 2, path: p1.to_string_lossy().into() },
+        PcapSpec {
+            channel: 0,
+            path: p0.to_string_lossy().into(),
+        },
+        PcapSpec {
+            channel: 2,
+            path: p1.to_string_lossy().into(),
+        },
     ];
     let factory = |_: &FlowSpec, setup: &FlowSetup| -> Result<EndpointPair, crate::SimError> {
         assert_eq!(setup.paths, 2);
-        Ok((Box::new(PathChooser { counts: vec![3, 5], sent: vec![Default::default(); 2] }), Box::new(UdpSink::default())))
+        Ok((
+            Box::new(PathChooser {
+                counts: vec![3, 5],
+                sent: vec![Default::default(); 2],
+            }),
+            Box::new(UdpSink::default()),
+        ))
     };
     let r = Simulation::with_factory(&scn, &factory).unwrap().run().unwrap();
     let tx = |name: &str| r.links.iter().find(|l| l.name == name).unwrap().tx_packets;
     assert_eq!((tx("a->r1"), tx("r1->b")), (3, 3));
     assert_eq!((tx("a->r2"), tx("r2->b")), (5, 5));
-    let (a0, a1, b0, b1) = (format_addr(iface_addr(IfaceId(0))), format_addr(iface_addr(IfaceId(2))), format_addr(iface_addr(IfaceId(5))), format_addr(iface_addr(IfaceId(7))));
+    let (a0, a1, b0, b1) = (
+        format_addr(iface_addr(IfaceId(0))),
+        format_addr(iface_addr(IfaceId(2))),
+        format_addr(iface_addr(IfaceId(5))),
+        format_addr(iface_addr(IfaceId(7))),
+    );
     assert_eq!(pcap_addresses(&p0), vec![(a0, b0); 3]);
     assert_eq!(pcap_addresses(&p1), vec![(a1, b1); 5]);
     let fl = &r.flows[0];
@@ -138,9 +211,21 @@ fn two_interfaces_send_on_the_path_chosen() {
 
 /// h1 — r1 =(m1 | m2)= r2 — h2 with per-flow ECMP at r1 and r2.
 fn ecmp_scenario(n_flows: usize) -> Scenario {
-    let nodes = [("h1", false), ("r1", true), ("m1", true), ("m2", true), ("r2", true), ("h2", false)];
+    let nodes = [
+        ("h1", false),
+        ("r1", true),
+        ("m1", true),
+        ("m2", true),
+        ("r2", true),
+        ("h2", false),
+    ];
     let flows = (0..n_flows).map(|i| flow(&format!("f{i}"), 0, 5, tcp())).collect();
-    let mut scn = scenario(&nodes, &[(0, 1), (1, 2), (1, 3), (2, 4), (3, 4), (4, 5)], flows, 2 * SECOND);
+    let mut scn = scenario(
+        &nodes,
+        &[(0, 1), (1, 2), (1, 3), (2, 4), (3, 4), (4, 5)],
+        flows,
+        2 * SECOND,
+    );
     for n in [1, 4] {
         scn.nodes[n].multipath = crate::net::routing::Multipath::Ecmp;
     }
@@ -155,11 +240,20 @@ fn ecmp_splits_connections_by_five_tuple() {
     let run = || Simulation::new(&ecmp_scenario(8)).unwrap().run().unwrap();
     let r = run();
     let via = |links: &[String]| -> Vec<&str> {
-        ["r1->m1", "r1->m2"].into_iter().filter(|m| links.iter().any(|l| l == m)).collect()
+        ["r1->m1", "r1->m2"]
+            .into_iter()
+            .filter(|m| links.iter().any(|l| l == m))
+            .collect()
     };
     let paths: Vec<Vec<&str>> = r.flows.iter().map(|f| via(&f.links)).collect();
-    assert!(paths.iter().all(|p| p.len() == 1), "a connection split across paths: {paths:?}");
-    assert!(paths.iter().any(|p| p == &["r1->m1"]) && paths.iter().any(|p| p == &["r1->m2"]), "{paths:?}");
+    assert!(
+        paths.iter().all(|p| p.len() == 1),
+        "a connection split across paths: {paths:?}"
+    );
+    assert!(
+        paths.iter().any(|p| p == &["r1->m1"]) && paths.iter().any(|p| p == &["r1->m2"]),
+        "{paths:?}"
+    );
     let again = run();
     for (a, b) in r.flows.iter().zip(&again.flows) {
         assert_eq!(a.links, b.links);
@@ -177,7 +271,12 @@ fn conservation_with_loss_and_congestion() {
     let r = Simulation::new(&scn).unwrap().run().unwrap();
     for f in &r.flows {
         let a = f.accounting;
-        assert_eq!(a.sent_bytes, a.delivered_bytes + a.dropped_bytes + a.in_flight_bytes, "{}", f.name);
+        assert_eq!(
+            a.sent_bytes,
+            a.delivered_bytes + a.dropped_bytes + a.in_flight_bytes,
+            "{}",
+            f.name
+        );
     }
     assert!(r.flows.iter().map(|f| f.accounting.dropped_bytes).sum::<u64>() > 0);
 }
@@ -187,9 +286,18 @@ fn conservation_with_loss_and_congestion() {
 fn single_path_kinds_refuse_several_paths() {
     let mut f = flow("x", 0, 3, tcp());
     f.paths = vec![PathSpec::default(), PathSpec::default()];
-    let setup = FlowSetup { field: "flow 'x'", seed: 1, start: 0, stop: Time::MAX, paths: 2 };
+    let setup = FlowSetup {
+        field: "flow 'x'",
+        seed: 1,
+        start: 0,
+        stop: Time::MAX,
+        paths: 2,
+    };
     let e = builtin(&f, &setup).err().unwrap().to_string();
-    assert!(e.starts_with("flow 'x'.paths: a flow of this kind uses one path, not 2"), "{e}");
+    assert!(
+        e.starts_with("flow 'x'.paths: a flow of this kind uses one path, not 2"),
+        "{e}"
+    );
 }
 
 /// Without multipath routing the links a flow used are read off the tables
@@ -198,11 +306,27 @@ fn single_path_kinds_refuse_several_paths() {
 #[test]
 fn links_from_tables_match_links_recorded() {
     // h0, h1 — r0 — r1 — h2, h3 (a dumbbell) with TCP and a UDP flow
-    let nodes = [("h0", false), ("h1", false), ("r0", true), ("r1", true), ("h2", false), ("h3", false)];
+    let nodes = [
+        ("h0", false),
+        ("h1", false),
+        ("r0", true),
+        ("r1", true),
+        ("h2", false),
+        ("h3", false),
+    ];
     let links = [(0, 2), (1, 2), (2, 3), (3, 4), (3, 5)];
     let flows = vec![
         flow("t", 0, 4, tcp()),
-        flow("u", 1, 5, FlowKind::Cbr { rate_bps: 1_000_000, packet_bytes: 500, header_bytes: 28 }),
+        flow(
+            "u",
+            1,
+            5,
+            FlowKind::Cbr {
+                rate_bps: 1_000_000,
+                packet_bytes: 500,
+                header_bytes: 28,
+            },
+        ),
     ];
     let scn = scenario(&nodes, &links, flows, SECOND);
     let run = |mark: bool| {
@@ -215,8 +339,15 @@ fn links_from_tables_match_links_recorded() {
     for (a, b) in walked.flows.iter().zip(&recorded.flows) {
         assert_eq!(a.links, b.links, "{}", a.name);
     }
-    assert_eq!(walked.flows[0].links, ["h0->r0", "r0->h0", "r0->r1", "r1->r0", "r1->h2", "h2->r1"]);
-    assert_eq!(walked.flows[1].links, ["h1->r0", "r0->r1", "r1->h3"], "UDP: no packets come back");
+    assert_eq!(
+        walked.flows[0].links,
+        ["h0->r0", "r0->h0", "r0->r1", "r1->r0", "r1->h2", "h2->r1"]
+    );
+    assert_eq!(
+        walked.flows[1].links,
+        ["h1->r0", "r0->r1", "r1->h3"],
+        "UDP: no packets come back"
+    );
 }
 
 /// Sends one datagram every 100 ms; its first timer (at 0) is already due
@@ -233,7 +364,14 @@ impl Endpoint for Ticker {
     fn on_packet(&mut self, _now: Time, _rx: Received<'_>, _out: &mut Outbox) {}
     fn on_timer(&mut self, now: Time, out: &mut Outbox) {
         while self.next <= now {
-            out.push(Transmit::new(Body::Udp(UdpDatagram { seq: self.sent.packets_sent, len: 100 }), 128, false));
+            out.push(Transmit::new(
+                Body::Udp(UdpDatagram {
+                    seq: self.sent.packets_sent,
+                    len: 100,
+                }),
+                128,
+                false,
+            ));
             self.sent.packets_sent += 1;
             self.next += 100 * MILLISECOND;
         }
@@ -242,7 +380,10 @@ impl Endpoint for Ticker {
         Some(self.next)
     }
     fn snapshot(&mut self, _now: Time, _scope: Scope) -> Snapshot {
-        Snapshot { counters: self.sent, sender: None }
+        Snapshot {
+            counters: self.sent,
+            sender: None,
+        }
     }
 }
 
@@ -252,11 +393,23 @@ impl Endpoint for Ticker {
 #[test]
 fn timers_already_due_run_now_and_later_ones_still_run() {
     let nodes = [("a", false), ("b", false)];
-    let mut f = flow("tick", 0, 1, FlowKind::Cbr { rate_bps: 1, packet_bytes: 1, header_bytes: 28 });
+    let mut f = flow(
+        "tick",
+        0,
+        1,
+        FlowKind::Cbr {
+            rate_bps: 1,
+            packet_bytes: 1,
+            header_bytes: 28,
+        },
+    );
     f.start_ns = SECOND;
     let scn = scenario(&nodes, &[(0, 1)], vec![f], 2 * SECOND);
     let factory = |_: &FlowSpec, _: &FlowSetup| -> Result<EndpointPair, crate::SimError> {
-        let ticker: Box<dyn Endpoint> = Box::new(Ticker { next: 0, sent: TransportCounters::default() });
+        let ticker: Box<dyn Endpoint> = Box::new(Ticker {
+            next: 0,
+            sent: TransportCounters::default(),
+        });
         Ok((ticker, Box::new(UdpSink::default())))
     };
     let r = Simulation::with_factory(&scn, &factory).unwrap().run().unwrap();

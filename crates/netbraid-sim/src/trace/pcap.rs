@@ -31,7 +31,10 @@ pub struct Captures {
 
 impl Captures {
     pub fn new(channels: usize) -> Self {
-        Self { of_channel: vec![None; channels], ..Self::default() }
+        Self {
+            of_channel: vec![None; channels],
+            ..Self::default()
+        }
     }
 
     /// Record `channel` into a new file at `path`.
@@ -80,7 +83,10 @@ impl PcapWriter {
         out.write_all(&0u32.to_le_bytes())?; // sigfigs
         out.write_all(&65535u32.to_le_bytes())?; // snaplen
         out.write_all(&LINKTYPE_RAW.to_le_bytes())?;
-        Ok(Self { out, buf: Vec::with_capacity(128) })
+        Ok(Self {
+            out,
+            buf: Vec::with_capacity(128),
+        })
     }
 
     pub fn write(&mut self, at: Time, pkt: &Packet) -> io::Result<()> {
@@ -175,8 +181,8 @@ mod tests {
     fn checksum_of_known_header() {
         // Example header with a known checksum of 0xb861.
         let h: [u8; 20] = [
-            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0xa8, 0x00, 0x01,
-            0xc0, 0xa8, 0x00, 0xc7,
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0xa8, 0x00, 0x01, 0xc0, 0xa8,
+            0x00, 0xc7,
         ];
         assert_eq!(ipv4_checksum(&h), 0xb861);
     }

@@ -13,7 +13,13 @@ use crate::testing::{BackToBack, Dir, Sent};
 const MSS: u32 = 1460;
 
 fn config(rcvbuf: u64) -> TcpConfig {
-    TcpConfig { mss: MSS, rcvbuf, sndbuf: 1 << 30, recovery: Recovery::Sack, ..TcpConfig::default() }
+    TcpConfig {
+        mss: MSS,
+        rcvbuf,
+        sndbuf: 1 << 30,
+        recovery: Recovery::Sack,
+        ..TcpConfig::default()
+    }
 }
 
 fn pair(cfg: TcpConfig, policy: ReadPolicy, rate_bps: u64, delay: Time) -> BackToBack<BulkSender, TcpReader> {
@@ -61,14 +67,21 @@ fn window_limited_goodput_is_window_over_rtt() {
 #[test]
 fn slow_reader_sets_the_pace() {
     let rcvbuf = 64 * 1024;
-    let policy = ReadPolicy::Rate { rate_bps: 1_000_000, chunk: MSS as u64 };
+    let policy = ReadPolicy::Rate {
+        rate_bps: 1_000_000,
+        chunk: MSS as u64,
+    };
     let mut h = pair(config(rcvbuf), policy, 10_000_000, 10 * MILLISECOND);
     let mut t = 0;
     while t < 5 * SECOND {
         t += MILLISECOND;
         h.run_until(t);
         let c = h.b_stats().counters;
-        assert!(c.delivered_bytes - c.read_bytes <= rcvbuf, "buffer holds {} B > {rcvbuf} B", c.delivered_bytes - c.read_bytes);
+        assert!(
+            c.delivered_bytes - c.read_bytes <= rcvbuf,
+            "buffer holds {} B > {rcvbuf} B",
+            c.delivered_bytes - c.read_bytes
+        );
     }
     let got = read_between(&mut h, 5 * SECOND, 25 * SECOND) as f64 * 8.0 / 20.0;
     assert!((got - 1e6).abs() / 1e6 < 0.02, "goodput {got}");
@@ -77,7 +90,11 @@ fn slow_reader_sets_the_pace() {
     // rounding to whole segments and SWS avoidance leave: far below the buffer.
     let steady: Vec<u64> = h.log.iter().filter(|s| s.at > 5 * SECOND).filter_map(window).collect();
     let bound = 1e6 / 8.0 * 0.020 + 3.0 * MSS as f64;
-    assert!(steady.iter().all(|&w| (w as f64) <= bound), "window up to {:?} > {bound}", steady.iter().max());
+    assert!(
+        steady.iter().all(|&w| (w as f64) <= bound),
+        "window up to {:?} > {bound}",
+        steady.iter().max()
+    );
     assert!(h.b_stats().counters.window_updates > 0);
     assert_eq!(h.a_stats().counters.retransmits, 0, "back-pressure is not loss");
 }
@@ -96,7 +113,10 @@ fn zero_window_persist_probes_back_off_and_recover() {
     let gaps: Vec<f64> = probes.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
     for g in gaps.windows(2) {
         let ratio = g[1] / g[0];
-        assert!((ratio - 2.0).abs() < 0.01 || g[1] >= 59.0 * SECOND as f64, "backoff ratio {ratio}");
+        assert!(
+            (ratio - 2.0).abs() < 0.01 || g[1] >= 59.0 * SECOND as f64,
+            "backoff ratio {ratio}"
+        );
     }
     let stalled = h.b_stats().counters.delivered_bytes;
     assert!(stalled <= rcvbuf);
@@ -125,21 +145,38 @@ fn zero_window_persist_probes_back_off_and_recover() {
 #[test]
 fn receiver_acks_and_bounds() {
     use crate::net::packet::{tcp_flags, TcpSegment};
-    let cfg = TcpConfig { mss: 1000, rcvbuf: 4000, ..TcpConfig::default() };
+    let cfg = TcpConfig {
+        mss: 1000,
+        rcvbuf: 4000,
+        ..TcpConfig::default()
+    };
     let mut r = TcpReceiver::new(&cfg);
     let mut out = Vec::new();
-    let seg = |seq: u64| TcpSegment { seq, len: 1000, flags: tcp_flags::ACK, ..Default::default() };
+    let seg = |seq: u64| TcpSegment {
+        seq,
+        len: 1000,
+        flags: tcp_flags::ACK,
+        ..Default::default()
+    };
     r.on_segment(0, &seg(0), 1040, false, &mut out);
     assert!(out.is_empty(), "first segment: ACK delayed");
     assert!(r.poll_at().is_some());
     r.on_segment(1, &seg(1000), 1040, false, &mut out);
     assert_eq!(out.len(), 1, "second full segment: ACK now (RFC 5681 §4.2)");
     let Body::Tcp(a) = out[0].body else { unreachable!() };
-    assert_eq!((a.ack, a.wnd), (2000, 2000), "nothing read yet: the window is the free buffer");
+    assert_eq!(
+        (a.ack, a.wnd),
+        (2000, 2000),
+        "nothing read yet: the window is the free buffer"
+    );
     out.clear();
     r.on_segment(2, &seg(3000), 1040, false, &mut out);
     let Body::Tcp(a) = out[0].body else { unreachable!() };
-    assert_eq!(a.sack.iter(a.ack).collect::<Vec<_>>(), vec![(3000, 4000)], "out of order: ACK at once, with SACK");
+    assert_eq!(
+        a.sack.iter(a.ack).collect::<Vec<_>>(),
+        vec![(3000, 4000)],
+        "out of order: ACK at once, with SACK"
+    );
     out.clear();
     r.on_segment(3, &seg(4000), 1040, false, &mut out);
     assert_eq!(r.buffered(), 3000, "beyond the right edge (4000): refused");

@@ -180,21 +180,40 @@ impl TcpConfig {
             return bad("mss", format!("{} B is not allowed (1 to 65495 B)", self.mss));
         }
         if self.header_bytes < 40 || self.header_bytes > 120 {
-            return bad("header_bytes", format!("{} is not allowed (40 to 120; IPv4 20 + TCP 20 at least)", self.header_bytes));
+            return bad(
+                "header_bytes",
+                format!(
+                    "{} is not allowed (40 to 120; IPv4 20 + TCP 20 at least)",
+                    self.header_bytes
+                ),
+            );
         }
         if self.mss as u64 + self.header_bytes as u64 > 65535 {
-            return bad("mss", format!("{} B + {} B of headers do not fit in an IPv4 packet (at most 65535 B)", self.mss, self.header_bytes));
+            return bad(
+                "mss",
+                format!(
+                    "{} B + {} B of headers do not fit in an IPv4 packet (at most 65535 B)",
+                    self.mss, self.header_bytes
+                ),
+            );
         }
         if self.initial_window == 0 {
             return bad("initial_window", "must be at least 1 segment".into());
         }
-        for (k, v) in [("dupthresh", self.dupthresh), ("delack_count", self.delack_count), ("abc_limit", self.abc_limit)] {
+        for (k, v) in [
+            ("dupthresh", self.dupthresh),
+            ("delack_count", self.delack_count),
+            ("abc_limit", self.abc_limit),
+        ] {
             if v == 0 {
                 return bad(k, "must be at least 1".into());
             }
         }
         if !(1..=4).contains(&self.max_sack_blocks) {
-            return bad("max_sack_blocks", format!("{} is not allowed (1 to 4)", self.max_sack_blocks));
+            return bad(
+                "max_sack_blocks",
+                format!("{} is not allowed (1 to 4)", self.max_sack_blocks),
+            );
         }
         for (k, buf) in [("rcvbuf", self.rcvbuf), ("sndbuf", self.sndbuf)] {
             if buf > u32::MAX as u64 {
@@ -207,18 +226,40 @@ impl TcpConfig {
                 ));
             }
         }
-        for (k, t) in [("rto_min", self.rto_min), ("rto_max", self.rto_max), ("rto_initial", self.rto_initial),
-                       ("delack_timeout", self.delack_timeout), ("clock_granularity", self.clock_granularity)] {
+        for (k, t) in [
+            ("rto_min", self.rto_min),
+            ("rto_max", self.rto_max),
+            ("rto_initial", self.rto_initial),
+            ("delack_timeout", self.delack_timeout),
+            ("clock_granularity", self.clock_granularity),
+        ] {
             crate::sim::check_time(&format!("{field}{k}"), t)?;
         }
         if self.rto_min == 0 || self.rto_initial == 0 {
-            return bad("rto_min", "rto_min and rto_initial must be longer than zero (e.g. \"200ms\", \"1s\")".into());
+            return bad(
+                "rto_min",
+                "rto_min and rto_initial must be longer than zero (e.g. \"200ms\", \"1s\")".into(),
+            );
         }
         if self.rto_initial > self.rto_max {
-            return bad("rto_initial", format!("{} s is larger than rto_max ({} s)", secs(self.rto_initial), secs(self.rto_max)));
+            return bad(
+                "rto_initial",
+                format!(
+                    "{} s is larger than rto_max ({} s)",
+                    secs(self.rto_initial),
+                    secs(self.rto_max)
+                ),
+            );
         }
         if self.rto_min > self.rto_max {
-            return bad("rto_min", format!("{} s is larger than rto_max ({} s)", secs(self.rto_min), secs(self.rto_max)));
+            return bad(
+                "rto_min",
+                format!(
+                    "{} s is larger than rto_max ({} s)",
+                    secs(self.rto_min),
+                    secs(self.rto_max)
+                ),
+            );
         }
         if self.semantics == Semantics::Ns2 && self.recovery != Recovery::Tahoe {
             return bad("semantics", format!(

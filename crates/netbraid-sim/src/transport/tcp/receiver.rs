@@ -248,7 +248,18 @@ impl TcpReceiver {
         self.stats.acks_sent += 1;
         let sack = self.sack_blocks();
         let flags = tcp_flags::ACK | if self.echo_ce { tcp_flags::ECE } else { 0 };
-        let seg = TcpSegment { seq: 0, len: 0, ack: self.rcv_nxt, wnd: self.advertised_window(), flags, sack };
-        out.push(Transmit::new(Body::Tcp(seg), self.header_bytes + sack.option_bytes(), false));
+        let seg = TcpSegment {
+            seq: 0,
+            len: 0,
+            ack: self.rcv_nxt,
+            wnd: self.advertised_window(),
+            flags,
+            sack,
+        };
+        out.push(Transmit::new(
+            Body::Tcp(seg),
+            self.header_bytes + sack.option_bytes(),
+            false,
+        ));
     }
 }

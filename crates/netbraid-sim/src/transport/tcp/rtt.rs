@@ -65,7 +65,9 @@ impl RttEstimator {
 
     /// Current RTO including exponential backoff, at most `rto_max`.
     pub fn rto(&self) -> Time {
-        self.base_rto().saturating_mul(1 << self.backoff.min(40)).min(self.rto_max)
+        self.base_rto()
+            .saturating_mul(1 << self.backoff.min(40))
+            .min(self.rto_max)
     }
 
     /// The timer expired: double the RTO (RFC 6298 §5.5).

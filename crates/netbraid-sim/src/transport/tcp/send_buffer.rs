@@ -26,7 +26,12 @@ pub struct SendBuffer {
 
 impl SendBuffer {
     pub fn new(capacity: u64) -> Self {
-        Self { capacity, written: 0, blocked: 0, closed: false }
+        Self {
+            capacity,
+            written: 0,
+            blocked: 0,
+            closed: false,
+        }
     }
 
     pub fn capacity(&self) -> u64 {
@@ -38,7 +43,8 @@ impl SendBuffer {
     /// writer has put in as room opened.
     pub fn end(&self, snd_una: u64) -> u64 {
         let room_end = snd_una.saturating_add(self.capacity);
-        self.written.max(self.written.saturating_add(self.blocked).min(room_end))
+        self.written
+            .max(self.written.saturating_add(self.blocked).min(room_end))
     }
 
     /// Bytes a blocked writer still holds beyond `end`.

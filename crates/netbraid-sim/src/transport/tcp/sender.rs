@@ -360,7 +360,9 @@ impl TcpSender {
             self.on_new_ack(now, ack, flight_before, siblings, out);
             // RFC 6675 §5 (4b): loss may be evident from SACK information on
             // a cumulative ACK too.
-            if self.cfg.recovery == Recovery::Sack && !self.in_recovery && self.snd_una < self.snd_max
+            if self.cfg.recovery == Recovery::Sack
+                && !self.in_recovery
+                && self.snd_una < self.snd_max
                 && self.is_lost(self.snd_una)
             {
                 self.enter_recovery(now, out);
@@ -369,7 +371,11 @@ impl TcpSender {
             // RFC 5681 §2 dupack: no data (our ACKs carry none) and the same
             // window (a window update is not a dupack); with SACK, RFC 6675:
             // an ACK that SACKs new data.
-            let duplicate = if self.cfg.recovery == Recovery::Sack { newly_sacked > 0 } else { !window_changed };
+            let duplicate = if self.cfg.recovery == Recovery::Sack {
+                newly_sacked > 0
+            } else {
+                !window_changed
+            };
             if duplicate {
                 self.dupacks += 1;
                 if self.ns2() && self.cfg.limited_transmit && !self.in_recovery && self.dupacks < self.cfg.dupthresh {
@@ -468,7 +474,9 @@ impl TcpSender {
 
         if self.snd_una == self.snd_max {
             self.rto_deadline = None;
-            let finished = self.buf.is_closed() && self.buf.end(self.snd_una) == self.snd_una && self.buf.all_written(self.snd_una);
+            let finished = self.buf.is_closed()
+                && self.buf.end(self.snd_una) == self.snd_una
+                && self.buf.all_written(self.snd_una);
             if finished && self.completed_at.is_none() {
                 self.completed_at = Some(now);
             }
@@ -542,7 +550,10 @@ impl TcpSender {
 
     /// RTO × 2^probes, at most RTO_max (Linux's `tcp_probe0_when`).
     fn persist_interval(&self) -> Time {
-        self.rtt.rto().saturating_mul(1 << self.persist_backoff.min(40)).min(self.cfg.rto_max)
+        self.rtt
+            .rto()
+            .saturating_mul(1 << self.persist_backoff.min(40))
+            .min(self.cfg.rto_max)
     }
 
     /// The persist timer expired: a window probe. If the peer's window has
@@ -683,7 +694,11 @@ impl TcpSender {
         let sent = self.sent.as_slice();
         let first = sent.partition_point(|s| s.seq < from);
         let unsacked_below_highest = || {
-            sent[first..].iter().map(|s| s.seq).take_while(move |&s| s < highest).filter(|&s| !self.sacked.is_sacked(s))
+            sent[first..]
+                .iter()
+                .map(|s| s.seq)
+                .take_while(move |&s| s < highest)
+                .filter(|&s| !self.sacked.is_sacked(s))
         };
         // (1) the first lost, not yet retransmitted segment
         if let Some(s) = unsacked_below_highest().find(|&s| self.is_lost(s)) {
@@ -700,7 +715,12 @@ impl TcpSender {
         // (4) rescue: once per recovery, the highest unSACKed segment
         // (RFC: HighACK > RescueRxt, inclusive; rescue_rxt is an exclusive end)
         if self.snd_una >= self.rescue_rxt {
-            let last = self.sent.as_slice().iter().rev().find(|s| !self.sacked.is_sacked(s.seq));
+            let last = self
+                .sent
+                .as_slice()
+                .iter()
+                .rev()
+                .find(|s| !self.sacked.is_sacked(s.seq));
             return last.map(|s| (s.seq, true));
         }
         None
@@ -750,7 +770,9 @@ impl TcpSender {
         if self.in_recovery && self.cfg.recovery == Recovery::Sack {
             let mut pipe = self.pipe();
             while self.cwnd() >= pipe + self.mss {
-                let Some((seq, rescue)) = self.next_segment() else { break };
+                let Some((seq, rescue)) = self.next_segment() else {
+                    break;
+                };
                 pipe += if seq >= self.snd_max {
                     let len = self.new_segment_len().expect("NextSeg chose new data");
                     self.send_new(now, len, out)
@@ -770,13 +792,12 @@ impl TcpSender {
         // Window-based sending (Reno/NewReno, and SACK outside recovery).
         // Limited transmit (RFC 3042): one extra new segment on each of the
         // first two dupacks.
-        let extra = if self.cfg.limited_transmit && !self.ns2() && !self.in_recovery
-            && self.dupacks < self.cfg.dupthresh
-        {
-            self.dupacks.min(2) as u64 * self.mss
-        } else {
-            0
-        };
+        let extra =
+            if self.cfg.limited_transmit && !self.ns2() && !self.in_recovery && self.dupacks < self.cfg.dupthresh {
+                self.dupacks.min(2) as u64 * self.mss
+            } else {
+                0
+            };
         loop {
             while self.snd_nxt < self.snd_max && self.sacked.is_sacked(self.snd_nxt) {
                 self.snd_nxt += self.segment_len(self.snd_nxt);
@@ -845,7 +866,10 @@ impl TcpSender {
         let cwr = std::mem::take(&mut self.send_cwr);
         self.emit(now, seq, len, out);
         if cwr {
-            if let Some(Transmit { body: Body::Tcp(seg), .. }) = out.last_mut() {
+            if let Some(Transmit {
+                body: Body::Tcp(seg), ..
+            }) = out.last_mut()
+            {
                 seg.flags |= tcp_flags::CWR;
             }
         }
@@ -872,8 +896,19 @@ impl TcpSender {
         // Data flows one way; the window field carries what this end's own
         // (unused) receive buffer would advertise, as a real stack's would.
         let wnd = self.cfg.rcvbuf.min(u32::MAX as u64) as u32;
-        let seg = TcpSegment { seq, len: len as u32, ack: 0, wnd, flags: tcp_flags::ACK, sack: Default::default() };
-        out.push(Transmit::new(Body::Tcp(seg), len as u32 + self.cfg.header_bytes, self.cfg.ecn));
+        let seg = TcpSegment {
+            seq,
+            len: len as u32,
+            ack: 0,
+            wnd,
+            flags: tcp_flags::ACK,
+            sack: Default::default(),
+        };
+        out.push(Transmit::new(
+            Body::Tcp(seg),
+            len as u32 + self.cfg.header_bytes,
+            self.cfg.ecn,
+        ));
     }
 
     fn account_cwnd(&mut self, now: Time) {

@@ -2,9 +2,9 @@
 //! expiries at chosen times and checks the RFC 6298 / RFC 5681 rules.
 
 use super::*;
+use crate::endpoint::Transmit;
 use crate::engine::time::{MILLISECOND, SECOND};
 use crate::net::packet::{tcp_flags, Body, TcpSegment};
-use crate::endpoint::Transmit;
 
 const MSS: u64 = 1000;
 
@@ -15,11 +15,17 @@ fn sender() -> TcpSender {
         recovery: Recovery::NewReno,
         log_congestion: true,
         ..TcpConfig::default()
-    }).unwrap()
+    })
+    .unwrap()
 }
 
 fn ack(s: &mut TcpSender, now: Time, ack: u64, out: &mut Vec<Transmit>) {
-    let seg = TcpSegment { ack, wnd: 1 << 30, flags: tcp_flags::ACK, ..Default::default() };
+    let seg = TcpSegment {
+        ack,
+        wnd: 1 << 30,
+        flags: tcp_flags::ACK,
+        ..Default::default()
+    };
     s.on_segment(now, &seg, out);
 }
 
@@ -143,7 +149,12 @@ fn third_dupack_fast_retransmits_once() {
 }
 
 fn sack_ack(s: &mut TcpSender, now: Time, ack: u64, blocks: &[(u64, u64)], out: &mut Vec<Transmit>) {
-    let mut seg = TcpSegment { ack, wnd: 1 << 30, flags: tcp_flags::ACK, ..Default::default() };
+    let mut seg = TcpSegment {
+        ack,
+        wnd: 1 << 30,
+        flags: tcp_flags::ACK,
+        ..Default::default()
+    };
     for &b in blocks {
         seg.sack.push(ack, b);
     }
@@ -160,7 +171,8 @@ fn sack_rescue_retransmits_the_tail() {
         recovery: Recovery::Sack,
         limited_transmit: false,
         ..TcpConfig::default()
-    }).unwrap();
+    })
+    .unwrap();
     let mut out = Vec::new();
     s.write_all(0, Some(10 * MSS), &mut out);
     s.close(0, &mut out); // segments 0..9, all of the transfer
@@ -192,12 +204,20 @@ fn stale_acks_are_ignored() {
     s.write_all(0, None, &mut out);
     ack(&mut s, 100 * MILLISECOND, 2000, &mut out);
     let before = s.flight_size();
-    let seg = TcpSegment { ack: 1000, wnd: 0, flags: tcp_flags::ACK, ..Default::default() };
+    let seg = TcpSegment {
+        ack: 1000,
+        wnd: 0,
+        flags: tcp_flags::ACK,
+        ..Default::default()
+    };
     s.on_segment(110 * MILLISECOND, &seg, &mut out);
     assert_eq!(s.flight_size(), before);
     out.clear();
     ack(&mut s, 120 * MILLISECOND, 3000, &mut out);
-    assert!(!out.is_empty(), "a zero window from a stale ACK must not stop the sender");
+    assert!(
+        !out.is_empty(),
+        "a zero window from a stale ACK must not stop the sender"
+    );
 }
 
 /// Tahoe: the third dupack retransmits and closes the window to one segment
@@ -210,7 +230,8 @@ fn tahoe_fast_retransmit_restarts_slow_start() {
         recovery: Recovery::Tahoe,
         limited_transmit: false,
         ..TcpConfig::default()
-    }).unwrap();
+    })
+    .unwrap();
     let mut out = Vec::new();
     let (t, flight) = grow_window(&mut s, &mut out);
     for _ in 0..3 {
@@ -230,7 +251,8 @@ fn tahoe_with(semantics: Semantics) -> TcpSender {
         recovery: Recovery::Tahoe,
         semantics,
         ..TcpConfig::default()
-    }).unwrap()
+    })
+    .unwrap()
 }
 
 /// ns-2's Agent/TCP (`semantics = "ns2"`): limited transmit (`singledup_`)
@@ -261,7 +283,11 @@ fn ns2_limited_transmit_and_fast_retransmit() {
     assert_eq!(seqs(&out), vec![6 * MSS, 7 * MSS]);
     out.clear();
     ack(&mut s, t + 2 * MILLISECOND, 6 * MSS, &mut out);
-    assert_eq!(seqs(&out), vec![8 * MSS], "limited transmit resends the segment at snd_nxt");
+    assert_eq!(
+        seqs(&out),
+        vec![8 * MSS],
+        "limited transmit resends the segment at snd_nxt"
+    );
 }
 
 /// The same dupacks under the RFCs: limited transmit sends only new data,
@@ -290,7 +316,11 @@ fn ns2_every_timeout_halves_cwnd() {
     s.on_timer(s.poll_at().unwrap(), &mut out);
     assert_eq!((s.cwnd(), s.ssthresh()), (MSS, 3 * MSS));
     s.on_timer(s.poll_at().unwrap(), &mut out);
-    assert_eq!((s.cwnd(), s.ssthresh()), (MSS, 2 * MSS), "max(floor(1 / 2), 2) segments");
+    assert_eq!(
+        (s.cwnd(), s.ssthresh()),
+        (MSS, 2 * MSS),
+        "max(floor(1 / 2), 2) segments"
+    );
 }
 
 /// Segments are whatever the application's writes make them: with
@@ -299,12 +329,24 @@ fn ns2_every_timeout_halves_cwnd() {
 /// boundaries (not at a multiple of the MSS).
 #[test]
 fn segments_of_any_length_keep_their_boundaries() {
-    let mut s = TcpSender::from_config(TcpConfig { mss: MSS as u32, initial_window: 10, nodelay: true, ..TcpConfig::default() }).unwrap();
+    let mut s = TcpSender::from_config(TcpConfig {
+        mss: MSS as u32,
+        initial_window: 10,
+        nodelay: true,
+        ..TcpConfig::default()
+    })
+    .unwrap();
     let mut out = Vec::new();
     for n in [500, 700, 1000] {
         assert_eq!(s.write(0, n, &mut out), n);
     }
-    let lens: Vec<(u64, u32)> = out.iter().map(|t| match t.body { Body::Tcp(s) => (s.seq, s.len), _ => unreachable!() }).collect();
+    let lens: Vec<(u64, u32)> = out
+        .iter()
+        .map(|t| match t.body {
+            Body::Tcp(s) => (s.seq, s.len),
+            _ => unreachable!(),
+        })
+        .collect();
     assert_eq!(lens, vec![(0, 500), (500, 700), (1200, 1000)]);
     out.clear();
     s.on_timer(s.poll_at().unwrap(), &mut out);
@@ -316,7 +358,12 @@ fn segments_of_any_length_keep_their_boundaries() {
 /// while data is in flight, and goes when the ACK arrives.
 #[test]
 fn nagle_holds_a_short_segment_while_data_is_in_flight() {
-    let mut s = TcpSender::from_config(TcpConfig { mss: MSS as u32, initial_window: 10, ..TcpConfig::default() }).unwrap();
+    let mut s = TcpSender::from_config(TcpConfig {
+        mss: MSS as u32,
+        initial_window: 10,
+        ..TcpConfig::default()
+    })
+    .unwrap();
     let mut out = Vec::new();
     s.write(0, 500, &mut out);
     s.write(0, 300, &mut out);
@@ -361,7 +408,12 @@ fn controller_sees_rtt_samples_and_rounds() {
             "recording"
         }
     }
-    let cfg = TcpConfig { mss: MSS as u32, initial_window: 2, delayed_ack: false, ..TcpConfig::default() };
+    let cfg = TcpConfig {
+        mss: MSS as u32,
+        initial_window: 2,
+        delayed_ack: false,
+        ..TcpConfig::default()
+    };
     let seen = Arc::new(Mutex::new(Seen::default()));
     let cc = Box::new(Recording(Reno::new(cfg.controller_config()), seen.clone()));
     let mut s = TcpSender::new(cfg, cc);
@@ -374,7 +426,11 @@ fn controller_sees_rtt_samples_and_rounds() {
     ack(&mut s, 2 * rtt + 1, 4 * MSS, &mut out);
     let seen = seen.lock().unwrap();
     assert_eq!(seen.samples[0], Some(rtt), "the first segment was timed");
-    assert_eq!(seen.samples.iter().filter(|s| s.is_some()).count(), 2, "one timed segment per round trip");
+    assert_eq!(
+        seen.samples.iter().filter(|s| s.is_some()).count(),
+        2,
+        "one timed segment per round trip"
+    );
     assert_eq!(seen.rounds, vec![(1, true), (1, false), (2, true), (2, false)]);
 }
 
@@ -384,17 +440,34 @@ fn controller_sees_rtt_samples_and_rounds() {
 /// so the transfer moves instead of probing forever with empty segments.
 #[test]
 fn persist_probe_carries_data_into_a_window_below_one_segment() {
-    let mut s = TcpSender::from_config(TcpConfig { mss: 1460, initial_window: 10, nodelay: true, ..TcpConfig::default() }).unwrap();
+    let mut s = TcpSender::from_config(TcpConfig {
+        mss: 1460,
+        initial_window: 10,
+        nodelay: true,
+        ..TcpConfig::default()
+    })
+    .unwrap();
     let mut out = Vec::new();
     s.write(0, 700, &mut out);
-    let seg = TcpSegment { ack: 700, wnd: 1300, flags: tcp_flags::ACK, ..Default::default() };
+    let seg = TcpSegment {
+        ack: 700,
+        wnd: 1300,
+        flags: tcp_flags::ACK,
+        ..Default::default()
+    };
     s.on_segment(100 * MILLISECOND, &seg, &mut out);
     out.clear();
     s.write_all(100 * MILLISECOND, None, &mut out);
     assert!(out.is_empty(), "no full segment fits a 1300-byte window");
     let at = s.poll_at().expect("persist timer armed");
     s.on_timer(at, &mut out);
-    let lens: Vec<(u64, u32)> = out.iter().map(|t| match t.body { Body::Tcp(s) => (s.seq, s.len), _ => unreachable!() }).collect();
+    let lens: Vec<(u64, u32)> = out
+        .iter()
+        .map(|t| match t.body {
+            Body::Tcp(s) => (s.seq, s.len),
+            _ => unreachable!(),
+        })
+        .collect();
     assert_eq!(lens, vec![(700, 1300)]);
     assert_eq!(s.stats().window_probes, 1);
 }
@@ -408,7 +481,12 @@ fn window_updates_are_not_duplicate_acks() {
     let mut out = Vec::new();
     let (t, _) = grow_window(&mut s, &mut out);
     for (k, wnd) in [(1u32, 40_000u32), (2, 50_000), (3, 60_000), (4, 70_000)] {
-        let seg = TcpSegment { ack: 4 * MSS, wnd, flags: tcp_flags::ACK, ..Default::default() };
+        let seg = TcpSegment {
+            ack: 4 * MSS,
+            wnd,
+            flags: tcp_flags::ACK,
+            ..Default::default()
+        };
         s.on_segment(t + k as Time, &seg, &mut out);
     }
     assert_eq!(s.stats().fast_retransmits, 0);
@@ -422,7 +500,12 @@ fn timeout_retransmits_the_head_whatever_the_window() {
     let mut s = sender();
     let mut out = Vec::new();
     s.write_all(0, None, &mut out);
-    let seg = TcpSegment { ack: MSS, wnd: 500, flags: tcp_flags::ACK, ..Default::default() };
+    let seg = TcpSegment {
+        ack: MSS,
+        wnd: 500,
+        flags: tcp_flags::ACK,
+        ..Default::default()
+    };
     s.on_segment(100 * MILLISECOND, &seg, &mut out);
     out.clear();
     s.on_timer(s.poll_at().unwrap(), &mut out);
@@ -433,15 +516,47 @@ fn timeout_retransmits_the_head_whatever_the_window() {
 /// below the window is (RFC 9293 §3.10.7.4).
 #[test]
 fn receiver_answers_probes_but_not_pure_acks() {
-    let cfg = TcpConfig { mss: 1000, rcvbuf: 4000, delayed_ack: false, ..TcpConfig::default() };
+    let cfg = TcpConfig {
+        mss: 1000,
+        rcvbuf: 4000,
+        delayed_ack: false,
+        ..TcpConfig::default()
+    };
     let mut r = TcpReceiver::new(&cfg);
     let mut out = Vec::new();
-    let data = TcpSegment { seq: 0, len: 1000, flags: tcp_flags::ACK, ..Default::default() };
+    let data = TcpSegment {
+        seq: 0,
+        len: 1000,
+        flags: tcp_flags::ACK,
+        ..Default::default()
+    };
     r.on_segment(0, &data, 1040, false, &mut out);
     out.clear();
-    r.on_segment(1, &TcpSegment { seq: 1000, len: 0, flags: tcp_flags::ACK, ..Default::default() }, 40, false, &mut out);
+    r.on_segment(
+        1,
+        &TcpSegment {
+            seq: 1000,
+            len: 0,
+            flags: tcp_flags::ACK,
+            ..Default::default()
+        },
+        40,
+        false,
+        &mut out,
+    );
     assert!(out.is_empty(), "a pure ACK is not acknowledged");
-    r.on_segment(2, &TcpSegment { seq: 999, len: 0, flags: tcp_flags::ACK, ..Default::default() }, 40, false, &mut out);
+    r.on_segment(
+        2,
+        &TcpSegment {
+            seq: 999,
+            len: 0,
+            flags: tcp_flags::ACK,
+            ..Default::default()
+        },
+        40,
+        false,
+        &mut out,
+    );
     assert_eq!(out.len(), 1, "a probe below the window is");
 }
 
@@ -453,7 +568,10 @@ fn sibling_view_counts_bytes_between_losses() {
     let mut out = Vec::new();
     let (t, _) = grow_window(&mut s, &mut out); // snd_una = 4 MSS
     let v = s.view();
-    assert_eq!((v.bytes_acked, v.bytes_since_loss, v.bytes_between_losses), (4 * MSS, 4 * MSS, 0));
+    assert_eq!(
+        (v.bytes_acked, v.bytes_since_loss, v.bytes_between_losses),
+        (4 * MSS, 4 * MSS, 0)
+    );
     for _ in 0..3 {
         ack(&mut s, t, 4 * MSS, &mut out); // a loss at 4 MSS
     }
