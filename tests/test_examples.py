@@ -13,9 +13,6 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 def test_toml_example_runs(path):
     r = subprocess.run(["netbraid", "run", str(path), "--set", "duration=12s", "--set", "measure.start=1s"],
                        capture_output=True, text=True, timeout=120)
-    if 'kind = "mptcp"' in path.read_text():  # emu only for now: tests/test_emu.py runs it there
-        assert r.returncode == 2 and "emu backend only" in r.stderr, r.stderr
-        return
     assert r.returncode == 0, r.stderr
     assert "aggregate goodput" in r.stdout
 

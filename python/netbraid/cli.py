@@ -596,7 +596,7 @@ def compare_command(
                       _fmt(r["sim_loss_rate"], 100), _fmt(r["emu_loss_rate"], 100),
                       _fmt(r["sim_rtt_mean_s"], 1e3), _fmt(r["emu_rtt_mean_s"], 1e3))
         else:
-            sim_sub = _rate(r["sim_goodput_bps"]) if r["sim_goodput_bps"] is not None else "– (no MPTCP on sim)"
+            sim_sub = _rate(r["sim_goodput_bps"])
             share = f" ({100 * r['emu_share']:.1f} %)" if r.get("emu_share") is not None else ""
             t.add_row(f"  └ {r['subflow']}", "subflow", sim_sub, _rate(r["emu_goodput_bps"]) + share, diff,
                       "", "", "", "")

@@ -47,7 +47,9 @@ def relative_difference(sim: float | None, emu: float | None) -> float | None:
 
 def compare(s: Scenario, *, seed: int | None = None, linux_defaults: bool = True) -> dict[str, Any]:
     sim_scenario = with_linux_defaults(s) if linux_defaults else s
-    sim = run_resolved(resolve(sim_scenario, seed=seed, backend="sim"), "sim")
+    sim_resolved = resolve(sim_scenario, seed=seed, backend="sim")
+    sim = run_resolved(sim_resolved, "sim")
+    sim_paths = {f["name"]: f.get("paths") or [] for f in sim_resolved["flows"]}
     emu = run_resolved(resolve(s, seed=seed, backend="emu"), "emu")
     sim_flows = {f["name"]: f for f in sim["flows"]}
     rows = []
@@ -58,10 +60,13 @@ def compare(s: Scenario, *, seed: int | None = None, linux_defaults: bool = True
             row[f"sim_{m}"], row[f"emu_{m}"] = sf.get(m), ef.get(m)
         row["goodput_rel_diff"] = relative_difference(sf.get("goodput_bps"), ef.get("goodput_bps"))
         rows.append(row)
-        sim_subs = {x["name"]: x for x in sf.get("subflows") or []}
+        # subflows line up by source interface (the two backends number
+        # addresses differently; each subflow leaves from its own interface)
+        paths = sim_paths.get(ef["name"], [])
+        sim_subs = {paths[k]["src_iface"]: x for k, x in enumerate(sf.get("subflows") or []) if k < len(paths)}
         for sub in ef.get("subflows") or []:
-            ss = sim_subs.get(sub["name"], {})
-            rows.append({"flow": ef["name"], "kind": "subflow", "subflow": sub["name"],
+            ss = sim_subs.get(sub.get("src_iface"), {})
+            rows.append({"flow": ef["name"], "kind": "subflow", "subflow": ss.get("name", sub["name"]),
                          "sim_goodput_bps": ss.get("goodput_bps"), "emu_goodput_bps": sub.get("goodput_bps"),
                          "emu_share": sub.get("share"),
                          "goodput_rel_diff": relative_difference(ss.get("goodput_bps"), sub.get("goodput_bps"))})

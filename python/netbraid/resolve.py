@@ -165,6 +165,27 @@ def explicit_tcp_fields(defaults: TcpOptions, flow: TcpOptions) -> list[str]:
     return sorted(f for f in TCP_FIELDS if any(getattr(layer, f) not in (None, {}) for layer in (defaults, flow)))
 
 
+def mptcp_paths(where: str, f, src: int, dst: int, ifaces_of: dict[int, list[int]], iface) -> tuple[list[dict], list[bool]]:
+    """The subflows of an MPTCP flow as paths (pairs of interfaces), the
+    initial one first, and which are backups."""
+    src_ifaces, dst_ifaces = ifaces_of[src], ifaces_of[dst]
+    first_src = iface(f"{where}.from_iface", src, f.from_iface) if f.from_iface is not None else src_ifaces[0]
+    first_dst = iface(f"{where}.to_iface", dst, f.to_iface) if f.to_iface is not None else dst_ifaces[0]
+    ordered_src = [first_src] + [i for i in src_ifaces if i != first_src]
+    if (f.subflows or "per_interface") == "per_interface":
+        pairs = [(i, first_dst) for i in ordered_src]
+    else:
+        ordered_dst = [first_dst] + [i for i in dst_ifaces if i != first_dst]
+        pairs = [(i, d) for i in ordered_src for d in ordered_dst]
+    backup_ifaces = set()
+    for k, index in enumerate(f.backup or []):
+        backup_ifaces.add(iface(f"{where}.backup[{k}]", src, index))
+    backup = [i in backup_ifaces for i, _ in pairs]
+    if backup and all(backup):
+        raise ScenarioError(f"{where}.backup: every subflow would be a backup; at least one source interface must be active")
+    return [{"src_iface": i, "dst_iface": d} for i, d in pairs], backup
+
+
 def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]] | None = None,
             backend: str = "sim") -> dict[str, Any]:
     """The resolved scenario (a JSON-ready dict) for `backend`. `pcap` is a
@@ -261,9 +282,11 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                 for node, role in ((a, "from"), (b, "to")):
                     if nodes[node]["router"]:
                         raise ScenarioError(f"{where}.{role}: '{nodes[node]['name']}' is a router; flows run between hosts")
-            if f.kind == "mptcp" and backend == "sim":
-                raise ScenarioError(f"{where}.kind: \"mptcp\" runs on the emu backend only for now (the simulator's "
-                                    "MPTCP is not built yet); use --backend emu")
+            if f.kind == "mptcp" and backend == "emu":
+                for field in ("scheduler", "backup", "subflows"):
+                    if getattr(f, field) is not None:
+                        raise ScenarioError(f"{where}.{field}: set on sim only (on emu the kernel's path manager and "
+                                            "scheduler decide: one subflow per source interface); remove it or run on sim")
             if f.read_rate is not None and backend == "emu":
                 raise ScenarioError(f"{where}.read_rate: a slow reader runs on sim only for now (on emu, iperf3's "
                                     "receiver reads as fast as data arrives); remove it or use --backend sim")
@@ -289,8 +312,13 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                     "start_jitter_ns": f.start_jitter,
                     "stop_ns": f.stop,
                 }
+                if f.kind == "mptcp":
+                    paths, backup = mptcp_paths(where, f, a, b, ifaces_of, iface)
+                    spec.update(paths=paths, mptcp={"scheduler": f.scheduler or "default", "backup": backup})
                 if f.kind in ("tcp", "mptcp"):
-                    spec.update(kind=f.kind, tcp=tcp, bytes=f.bytes, read_rate_bps=f.read_rate)
+                    spec.update(kind=f.kind, tcp=tcp, bytes=f.bytes)
+                    if f.kind == "tcp":
+                        spec["read_rate_bps"] = f.read_rate
                     if backend == "emu":
                         spec["explicit"] = explicit_tcp_fields(s.tcp, f)
                 elif f.kind == "cbr":

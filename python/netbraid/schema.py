@@ -271,8 +271,16 @@ class Flow(TcpOptions):
     receiving application that reads as data arrives or, with `read_rate`,
     no faster than that (a slow reader: its socket buffer fills and the
     receive window closes; sim only).
-    kind = "mptcp": the same over MPTCP, one subflow per interface of the
-    source host (emu backend only, for now).
+    kind = "mptcp": the same over MPTCP. `subflows` is the path manager:
+    "per_interface" (default; as `ip mptcp endpoint add ADDR dev IF subflow`
+    on every interface of the source: one subflow from each, all to the
+    destination's address) or "fullmesh" (every source interface to every
+    destination interface). The initial subflow leaves from `from_iface`
+    (default: the source's first interface) to `to_iface` (default: the
+    destination's first). `scheduler`: "default" (Linux upstream's),
+    "min_rtt" (the out-of-tree kernel's) or "round_robin"; `backup`: the
+    source interfaces whose subflows carry data only when no other can.
+    Scheduler and backup are simulator settings; on emu the kernel decides.
     kind = "cbr": UDP at a constant `rate` of payload, `packet_size` bytes each.
     kind = "onoff": UDP at `rate` while ON, with ON and OFF periods of mean
     `burst_time` and `idle_time` drawn from `distribution` ("exponential" or
@@ -297,6 +305,9 @@ class Flow(TcpOptions):
     stop: Optional[Time] = None
     bytes: Optional[Annotated[Size, Field(ge=1)]] = None
     read_rate: Optional[Rate] = None
+    subflows: Optional[Literal["per_interface", "fullmesh"]] = None
+    scheduler: Optional[Literal["default", "min_rtt", "round_robin"]] = None
+    backup: Optional[list[Index]] = None
     rate: Optional[Rate] = None
     packet_size: Optional[Annotated[Size, Field(ge=1, le=65507)]] = None  # IPv4 UDP payload limit
     burst_time: Optional[Annotated[Time, Field(gt=0)]] = None
@@ -307,6 +318,12 @@ class Flow(TcpOptions):
     @model_validator(mode="after")
     def _fields_match_kind(self) -> "Flow":
         onoff_only = ("burst_time", "idle_time", "distribution", "shape")
+        if self.kind != "mptcp":
+            for f in ("subflows", "scheduler", "backup"):
+                if getattr(self, f) is not None:
+                    raise ValueError(f"{f}: applies only to mptcp flows, not to kind = \"{self.kind}\"")
+        elif self.read_rate is not None:
+            raise ValueError("read_rate: a slow reader is modelled for kind = \"tcp\" only (the MPTCP receiver reads as data arrives)")
         if self.kind in ("cbr", "onoff"):
             if self.rate is None:
                 raise ValueError(f"rate: required for a {self.kind} flow (e.g. rate = \"1Mbps\")")

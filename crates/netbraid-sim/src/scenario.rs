@@ -157,6 +157,14 @@ pub enum FlowKind {
         #[serde(default)]
         read_rate_bps: Option<u64>,
     },
+    /// Bulk transfer over MPTCP: one subflow per path, the TCP settings
+    /// for each subflow and the buffers for the connection.
+    Mptcp {
+        tcp: TcpConfig,
+        bytes: Option<u64>,
+        #[serde(default)]
+        mptcp: crate::transport::mptcp::MptcpConfig,
+    },
     /// UDP constant bit rate (payload rate).
     Cbr {
         rate_bps: u64,

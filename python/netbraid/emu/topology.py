@@ -159,6 +159,7 @@ def forwarding_table(resolved: dict[str, Any]) -> list[dict[str, Any]]:
     from .. import _sim
 
     # Routing ignores the transport; give the simulator's parser only what it knows.
-    as_sim_tcp = lambda f: {**f, "kind": "tcp", "tcp": {**f["tcp"], "cc": "reno", "cc_params": {}}}  # noqa: E731
+    # the kernel's controllers need not be simulated: routing does not depend on them
+    as_sim_tcp = lambda f: {**f, "tcp": {**f["tcp"], "cc": "reno", "cc_params": {}}}  # noqa: E731
     for_routing = {**resolved, "flows": [as_sim_tcp(f) if f["kind"] in ("tcp", "mptcp") else f for f in resolved["flows"]]}
     return json.loads(_sim.forwarding_json(json.dumps(for_routing)))

@@ -1,27 +1,31 @@
-//! Bulk transfer over TCP, as iperf's client: write endlessly, or `bytes`
-//! and then close. The writer blocks on a full send buffer and resumes the
-//! moment room opens (`TcpSender::write_all`).
+//! Bulk transfer, as iperf's client: write endlessly, or `bytes` and then
+//! close, into any stream socket (TCP, MPTCP). The writer blocks on a full
+//! send buffer and resumes the moment room opens.
 
 use crate::endpoint::{Endpoint, Outbox, Received, Report, Scope, Snapshot};
 use crate::engine::Time;
-use crate::net::packet::Body;
 use crate::transport::tcp::TcpSender;
+use crate::transport::StreamSender;
 
-pub struct BulkSender {
-    socket: TcpSender,
+pub struct BulkSender<S: StreamSender = TcpSender> {
+    socket: S,
     /// None: endless.
     bytes: Option<u64>,
 }
 
-impl BulkSender {
-    pub fn new(socket: TcpSender, bytes: Option<u64>) -> Self {
+impl<S: StreamSender> BulkSender<S> {
+    pub fn new(socket: S, bytes: Option<u64>) -> Self {
         Self { socket, bytes }
+    }
+
+    pub fn socket(&self) -> &S {
+        &self.socket
     }
 }
 
-impl Endpoint for BulkSender {
+impl<S: StreamSender> Endpoint for BulkSender<S> {
     fn kind(&self) -> &'static str {
-        "tcp"
+        self.socket.kind()
     }
     fn start(&mut self, now: Time, out: &mut Outbox) {
         self.socket.write_all(now, self.bytes, out);
@@ -33,9 +37,7 @@ impl Endpoint for BulkSender {
         self.socket.stop();
     }
     fn on_packet(&mut self, now: Time, rx: Received<'_>, out: &mut Outbox) {
-        if let Body::Tcp(seg) = &rx.packet.body {
-            self.socket.on_segment(now, seg, out);
-        }
+        self.socket.on_packet(now, rx, out);
     }
     fn on_timer(&mut self, now: Time, out: &mut Outbox) {
         self.socket.on_timer(now, out);
@@ -43,17 +45,13 @@ impl Endpoint for BulkSender {
     fn poll_at(&self) -> Option<Time> {
         self.socket.poll_at()
     }
-    fn snapshot(&mut self, now: Time, _scope: Scope) -> Snapshot {
-        Snapshot {
-            counters: self.socket.stats_at(now),
-            sender: Some(self.socket.state()),
-        }
+    fn path_count(&self) -> usize {
+        self.socket.path_count()
+    }
+    fn snapshot(&mut self, now: Time, scope: Scope) -> Snapshot {
+        self.socket.snapshot(now, scope)
     }
     fn report(&self) -> Report {
-        Report {
-            congestion_control: Some(self.socket.controller_name()),
-            completed_at: self.socket.completed_at(),
-            congestion_log: self.socket.congestion_log().to_vec(),
-        }
+        self.socket.report()
     }
 }

@@ -1,10 +1,10 @@
 //! Applications: what runs on the nodes and drives the transports. Each is
 //! an `Endpoint` the simulator drives, owning the socket(s) it writes to or
 //! reads from:
-//! - `BulkSender`: writes into a TCP sender endlessly or a byte count
-//!   (iperf's client, `-n`);
-//! - `TcpReader`: reads from a TCP receiver, at once (iperf's server) or at
-//!   a limited rate (a slow consumer: back-pressure);
+//! - `BulkSender`: writes into a stream socket (TCP, MPTCP) endlessly or a
+//!   byte count (iperf's client, `-n`);
+//! - `Reader` (`TcpReader` for TCP): reads from a stream socket, at once
+//!   (iperf's server) or at a limited rate (a slow consumer: back-pressure);
 //! - `CbrSource`, `OnOffSource`: UDP datagram sources;
 //! - `UdpSink`: counts what arrives.
 
@@ -17,5 +17,5 @@ mod udp_sink;
 pub use bulk::BulkSender;
 pub use cbr::CbrSource;
 pub use onoff::{OnOffDistribution, OnOffGaps, OnOffSource};
-pub use reader::{ReadPolicy, TcpReader};
+pub use reader::{ReadPolicy, Reader, TcpReader};
 pub use udp_sink::UdpSink;

@@ -1,4 +1,4 @@
-//! The receiving application of a TCP flow. It reads either as data arrives
+//! The receiving application of a stream flow (TCP, MPTCP). It reads either as data arrives
 //! (an iperf server waiting in read()), or at a limited rate (a slow
 //! consumer: a disk, a slower next hop), in which case the receive buffer
 //! fills, the advertised window closes and the sender is held back.
@@ -6,8 +6,8 @@
 use crate::endpoint::{Endpoint, Outbox, Received, Scope, Snapshot};
 use crate::engine::time::{earliest, serialisation_time};
 use crate::engine::Time;
-use crate::net::packet::{ecn, Body};
 use crate::transport::tcp::TcpReceiver;
+use crate::transport::StreamReceiver;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReadPolicy {
@@ -19,8 +19,11 @@ pub enum ReadPolicy {
     Paused,
 }
 
-pub struct TcpReader {
-    socket: TcpReceiver,
+/// The reader of a TCP connection.
+pub type TcpReader = Reader<TcpReceiver>;
+
+pub struct Reader<R: StreamReceiver> {
+    socket: R,
     policy: ReadPolicy,
     /// Rate-limited reading: the earliest time of the next read.
     next_read: Time,
@@ -28,8 +31,8 @@ pub struct TcpReader {
     read_pending: bool,
 }
 
-impl TcpReader {
-    pub fn new(mut socket: TcpReceiver, policy: ReadPolicy) -> Self {
+impl<R: StreamReceiver> Reader<R> {
+    pub fn new(mut socket: R, policy: ReadPolicy) -> Self {
         socket.set_reader_waiting(policy == ReadPolicy::Waiting);
         Self {
             socket,
@@ -37,6 +40,10 @@ impl TcpReader {
             next_read: 0,
             read_pending: false,
         }
+    }
+
+    pub fn socket(&self) -> &R {
+        &self.socket
     }
 
     /// Change how fast the application reads (from `now` on).
@@ -56,18 +63,15 @@ impl TcpReader {
     }
 }
 
-impl Endpoint for TcpReader {
+impl<R: StreamReceiver> Endpoint for Reader<R> {
     fn kind(&self) -> &'static str {
         "tcp"
     }
     fn on_packet(&mut self, now: Time, rx: Received<'_>, out: &mut Outbox) {
-        if let Body::Tcp(seg) = &rx.packet.body {
-            let ce = rx.packet.ecn == ecn::CE;
-            self.socket.on_segment(now, seg, rx.packet.size, ce, out);
-            if matches!(self.policy, ReadPolicy::Rate { .. }) && !self.read_pending {
-                self.next_read = self.next_read.max(now);
-                self.schedule();
-            }
+        self.socket.on_packet(now, rx, out);
+        if matches!(self.policy, ReadPolicy::Rate { .. }) && !self.read_pending {
+            self.next_read = self.next_read.max(now);
+            self.schedule();
         }
     }
     fn on_timer(&mut self, now: Time, out: &mut Outbox) {
@@ -85,10 +89,10 @@ impl Endpoint for TcpReader {
         let read = self.read_pending.then_some(self.next_read);
         earliest(self.socket.poll_at(), read)
     }
-    fn snapshot(&mut self, _now: Time, _scope: Scope) -> Snapshot {
-        Snapshot {
-            counters: *self.socket.stats(),
-            sender: None,
-        }
+    fn path_count(&self) -> usize {
+        self.socket.path_count()
+    }
+    fn snapshot(&mut self, now: Time, scope: Scope) -> Snapshot {
+        self.socket.snapshot(now, scope)
     }
 }

@@ -8,10 +8,17 @@
 //! scenario is checked against it, and the Python layer reads it (through
 //! `controllers_json`) instead of keeping a list of its own.
 
+mod balia;
+mod coupled;
 mod cubic;
+mod lia;
+mod olia;
 mod reno;
 
+pub use balia::Balia;
 pub use cubic::Cubic;
+pub use lia::Lia;
+pub use olia::Olia;
 pub use reno::Reno;
 
 use crate::engine::Time;
@@ -127,7 +134,7 @@ pub struct ControllerInfo {
 }
 
 /// Every controller, in the order users see them.
-pub const CONTROLLERS: &[ControllerInfo] = &[reno::INFO, cubic::INFO];
+pub const CONTROLLERS: &[ControllerInfo] = &[reno::INFO, cubic::INFO, lia::INFO, olia::INFO, balia::INFO];
 
 /// A controller's parameters, checked, with defaults filled in.
 #[derive(Clone, Debug, Default, PartialEq)]

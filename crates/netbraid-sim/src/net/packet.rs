@@ -13,6 +13,7 @@ pub const MAX_SACK_BLOCKS: usize = 4;
 pub mod tcp_flags {
     pub const ACK: u8 = 0x10;
     pub const FIN: u8 = 0x01;
+    pub const SYN: u8 = 0x02;
     pub const ECE: u8 = 0x40;
     pub const CWR: u8 = 0x80;
 }

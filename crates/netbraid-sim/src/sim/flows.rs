@@ -2,11 +2,12 @@
 //! the one place a new kind is registered (`builtin`). A library user (or a
 //! test) can pass a factory of its own to `Simulation::with_factory`.
 
-use crate::app::{BulkSender, CbrSource, OnOffDistribution, OnOffSource, ReadPolicy, TcpReader, UdpSink};
+use crate::app::{BulkSender, CbrSource, OnOffDistribution, OnOffSource, ReadPolicy, Reader, TcpReader, UdpSink};
 use crate::endpoint::Endpoint;
 use crate::engine::{RandomStream, Time};
 use crate::error::SimError;
 use crate::scenario::{FlowKind, FlowSpec};
+use crate::transport::mptcp::{MptcpReceiver, MptcpSender};
 use crate::transport::tcp::{TcpReceiver, TcpSender};
 
 use super::build::{check_rate, check_time};
@@ -32,6 +33,16 @@ pub type EndpointFactory<'a> = dyn Fn(&FlowSpec, &FlowSetup) -> Result<EndpointP
 /// The flow kinds netbraid has.
 pub fn builtin(spec: &FlowSpec, setup: &FlowSetup) -> Result<EndpointPair, SimError> {
     let path = setup.field;
+    if let FlowKind::Mptcp { tcp, bytes, mptcp } = &spec.kind {
+        tcp.validate(&format!("{path}."))?;
+        mptcp.validate(&format!("{path}."), setup.paths)?;
+        let controllers = (0..setup.paths)
+            .map(|_| crate::cc::build(&format!("{path}."), &tcp.cc, &tcp.cc_params, tcp.controller_config()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let sender = BulkSender::new(MptcpSender::new(tcp.clone(), mptcp, controllers), *bytes);
+        let reader = Reader::new(MptcpReceiver::new(tcp, setup.paths), ReadPolicy::Waiting);
+        return Ok((Box::new(sender), Box::new(reader)));
+    }
     if setup.paths != 1 {
         return Err(SimError::invalid(
             format!("{path}.paths"),
@@ -130,5 +141,6 @@ pub fn builtin(spec: &FlowSpec, setup: &FlowSetup) -> Result<EndpointPair, SimEr
             };
             (source, Box::new(UdpSink::default()))
         }
+        FlowKind::Mptcp { .. } => unreachable!("handled above"),
     })
 }

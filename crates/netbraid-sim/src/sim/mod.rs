@@ -11,7 +11,7 @@ mod measure;
 mod results;
 
 pub use build::{check_rate, check_time, MAX_RATE_BPS, MAX_SAMPLES, MAX_TIME_NS};
-pub use flows::{EndpointFactory, EndpointPair, FlowSetup};
+pub use flows::{builtin, EndpointFactory, EndpointPair, FlowSetup};
 pub use results::{Accounting, FlowResult, LinkResult, RunResult, SubflowResult};
 
 use crate::endpoint::{Endpoint, Path, Received};

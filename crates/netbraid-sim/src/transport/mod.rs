@@ -3,7 +3,11 @@
 //! Applications (`app`) own them and are what the simulator drives; the
 //! sockets never see the network.
 
+pub mod mptcp;
+pub mod stream;
 pub mod tcp;
 pub mod udp;
+
+pub use stream::{StreamReceiver, StreamSender};
 
 pub use crate::endpoint::{Outbox, Transmit};

@@ -29,8 +29,10 @@ pub use send_buffer::SendBuffer;
 pub use sender::{CongestionRecord, TcpSender};
 
 use crate::cc::CcConfig;
+use crate::endpoint::{Outbox, Received, Report, Scope, Snapshot};
 use crate::engine::Time;
 use crate::error::SimError;
+use crate::net::packet::{ecn, Body};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -268,6 +270,74 @@ impl TcpConfig {
             ));
         }
         Ok(())
+    }
+}
+
+impl crate::transport::StreamSender for TcpSender {
+    fn kind(&self) -> &'static str {
+        "tcp"
+    }
+    fn write_all(&mut self, now: Time, bytes: Option<u64>, out: &mut Outbox) {
+        TcpSender::write_all(self, now, bytes, out)
+    }
+    fn close(&mut self, now: Time, out: &mut Outbox) {
+        TcpSender::close(self, now, out)
+    }
+    fn stop(&mut self) {
+        TcpSender::stop(self)
+    }
+    fn on_packet(&mut self, now: Time, rx: Received<'_>, out: &mut Outbox) {
+        if let Body::Tcp(seg) = &rx.packet.body {
+            self.on_segment(now, seg, out);
+        }
+    }
+    fn on_timer(&mut self, now: Time, out: &mut Outbox) {
+        TcpSender::on_timer(self, now, out)
+    }
+    fn poll_at(&self) -> Option<Time> {
+        TcpSender::poll_at(self)
+    }
+    fn snapshot(&mut self, now: Time, _scope: Scope) -> Snapshot {
+        Snapshot {
+            counters: self.stats_at(now),
+            sender: Some(self.state()),
+        }
+    }
+    fn report(&self) -> Report {
+        Report {
+            congestion_control: Some(self.controller_name()),
+            completed_at: self.completed_at(),
+            congestion_log: self.congestion_log().to_vec(),
+        }
+    }
+}
+
+impl crate::transport::StreamReceiver for TcpReceiver {
+    fn on_packet(&mut self, now: Time, rx: Received<'_>, out: &mut Outbox) {
+        if let Body::Tcp(seg) = &rx.packet.body {
+            self.on_segment(now, seg, rx.packet.size, rx.packet.ecn == ecn::CE, out);
+        }
+    }
+    fn on_timer(&mut self, now: Time, out: &mut Outbox) {
+        TcpReceiver::on_timer(self, now, out)
+    }
+    fn poll_at(&self) -> Option<Time> {
+        TcpReceiver::poll_at(self)
+    }
+    fn set_reader_waiting(&mut self, waiting: bool) {
+        TcpReceiver::set_reader_waiting(self, waiting)
+    }
+    fn readable(&self) -> u64 {
+        TcpReceiver::readable(self)
+    }
+    fn read(&mut self, max: u64, out: &mut Outbox) -> u64 {
+        TcpReceiver::read(self, max, out)
+    }
+    fn snapshot(&mut self, _now: Time, _scope: Scope) -> Snapshot {
+        Snapshot {
+            counters: *self.stats(),
+            sender: None,
+        }
     }
 }
 

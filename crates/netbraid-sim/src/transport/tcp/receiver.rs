@@ -121,6 +121,13 @@ impl TcpReceiver {
         n
     }
 
+    /// Send a window update now (a connection above this subflow, whose
+    /// window the ACKs carry, reopened it).
+    pub fn send_window_update(&mut self, out: &mut Outbox) {
+        self.stats.window_updates += 1;
+        self.send_ack(out);
+    }
+
     /// A data segment arrived; `wire_size` is its size on the wire and `ce`
     /// whether a router marked it Congestion Experienced.
     pub fn on_segment(&mut self, now: Time, seg: &TcpSegment, wire_size: u32, ce: bool, out: &mut Outbox) {

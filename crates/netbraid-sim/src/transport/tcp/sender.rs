@@ -298,6 +298,30 @@ impl TcpSender {
     pub fn in_recovery(&self) -> bool {
         self.in_recovery
     }
+    /// One past the last byte written (the next write's first sequence number).
+    pub fn written_end(&self) -> u64 {
+        self.buf.end(self.snd_una)
+    }
+    /// Bytes written but not yet sent.
+    pub fn unsent(&self) -> u64 {
+        self.buf.end(self.snd_una).saturating_sub(self.snd_max)
+    }
+    /// New bytes the congestion window would let go now, beyond those
+    /// already waiting unsent: what a multipath scheduler may hand this
+    /// subflow (the peer's window is the connection's business).
+    pub fn send_room(&self) -> u64 {
+        let in_network = if self.in_recovery && self.cfg.recovery == Recovery::Sack {
+            self.pipe()
+        } else {
+            self.snd_max - self.snd_una
+        };
+        self.cwnd().saturating_sub(in_network).saturating_sub(self.unsent())
+    }
+    /// A retransmission timeout fired and no new data has been acknowledged
+    /// since (the subflow is in the Loss state, or its path has failed).
+    pub fn timed_out(&self) -> bool {
+        self.last_timeout_una.is_some()
+    }
     pub fn congestion_log(&self) -> &[CongestionRecord] {
         &self.log
     }
@@ -814,7 +838,9 @@ impl TcpSender {
                 self.retransmit(now, self.snd_nxt, out);
                 self.snd_nxt += len;
             } else {
-                let Some(len) = self.new_segment_len() else { break };
+                let Some(len) = self.new_segment_len() else {
+                    break;
+                };
                 let beyond_window = self.snd_max + len > self.snd_una + window;
                 if beyond_window && self.snd_max + len > self.snd_una + window + extra {
                     break;

@@ -1,0 +1,93 @@
+//! MPTCP (RFC 8684) as a model: one connection over several TCP subflows.
+//!
+//! Each subflow is a full netbraid TCP sender or receiver (SACK, RTO,
+//! delayed ACKs, its own congestion controller). The connection owns one
+//! data-sequence space: the sender's scheduler hands each subflow chunks of
+//! the application's bytes, and every data segment carries a DSS mapping
+//! (subflow bytes → data bytes) in its options; the receiver puts subflow
+//! data back in data order in **one** connection-level buffer, and every
+//! ACK on every subflow carries the cumulative DATA_ACK and the
+//! connection's window (relative to DATA_ACK). The sender sends a data byte
+//! only below DATA_ACK + that window, frees buffer only on DATA_ACK, and on
+//! a subflow's retransmission timeout re-sends (reinjects) that subflow's
+//! un-DATA_ACKed data on the others; the receiver drops duplicates by data
+//! sequence.
+//!
+//! Modelled as Linux does it, with these simplifications (stated so results
+//! are read correctly):
+//! - the initial subflow has no handshake (like netbraid's TCP, data starts
+//!   at the flow's start); the others join with real MP_JOIN packets (SYN,
+//!   SYN/ACK, third ACK, and the fourth ACK after which the joiner may send
+//!   data: RFC 8684 §3.2), starting when the first ACK arrives on the
+//!   initial subflow, i.e. when the connection is established. A joining
+//!   subflow is usable about two of its round trips later. Lost handshake
+//!   packets are re-sent after the initial RTO, doubling.
+//! - option bytes on the wire: DSS with an 8-byte DATA_ACK on every ACK
+//!   (12 B), and with an 8-byte DSN mapping on every data segment (28 B,
+//!   padded), no DSS checksum (Linux's default); MP_JOIN as in RFC 8684.
+//! - the connection's buffers count payload bytes (not kernel memory);
+//!   the receiver reads as data arrives (an iperf server).
+//! - schedulers are described in `scheduler.rs`.
+
+mod receiver;
+mod scheduler;
+mod sender;
+
+pub use receiver::MptcpReceiver;
+pub use scheduler::Scheduler;
+pub use sender::MptcpSender;
+
+use crate::error::SimError;
+use serde::Deserialize;
+
+/// Connection-level settings (the subflows' TCP settings are a `TcpConfig`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MptcpConfig {
+    /// How the sender picks a subflow for each chunk of data.
+    #[serde(default)]
+    pub scheduler: Scheduler,
+    /// Per path: a backup subflow carries data only when no other can.
+    #[serde(default)]
+    pub backup: Vec<bool>,
+}
+
+impl Default for MptcpConfig {
+    fn default() -> Self {
+        Self {
+            scheduler: Scheduler::Default,
+            backup: Vec::new(),
+        }
+    }
+}
+
+impl MptcpConfig {
+    pub fn validate(&self, field: &str, paths: usize) -> Result<(), SimError> {
+        if self.backup.len() > paths {
+            return Err(SimError::invalid(
+                format!("{field}backup"),
+                format!(
+                    "{} entries for {paths} paths (allowed: one per path at most)",
+                    self.backup.len()
+                ),
+            ));
+        }
+        if paths > 0 && (0..paths).all(|i| self.is_backup(i)) {
+            return Err(SimError::invalid(
+                format!("{field}backup"),
+                "every path is a backup: at least one must be active",
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn is_backup(&self, path: usize) -> bool {
+        self.backup.get(path).copied().unwrap_or(false)
+    }
+}
+
+/// Bytes of the DSS option on a pure ACK: header 4 + DATA_ACK 8.
+pub const DSS_ACK_BYTES: u32 = 12;
+
+#[cfg(test)]
+mod tests;

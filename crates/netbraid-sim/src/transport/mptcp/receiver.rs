@@ -1,0 +1,293 @@
+//! The receiving end of an MPTCP connection: subflow receivers whose
+//! in-order data moves up to one connection-level buffer, reordered by
+//! data sequence; DATA_ACK and the connection's window on every ACK.
+
+use std::collections::BTreeMap;
+
+use super::DSS_ACK_BYTES;
+use crate::endpoint::{Outbox, Received, Scope, Snapshot, Transmit};
+use crate::engine::time::earliest;
+use crate::engine::Time;
+use crate::net::ext::{Dss, Ext, MptcpHandshake, MptcpOptions};
+use crate::net::packet::{ecn, tcp_flags, Body, TcpSegment};
+use crate::trace::counters::TransportCounters;
+use crate::transport::tcp::{RangeSet, TcpConfig, TcpReceiver};
+use crate::transport::StreamReceiver;
+
+struct RxSubflow {
+    tcp: TcpReceiver,
+    /// Mappings of data received on this subflow above its rcv_nxt (out of
+    /// order at subflow level): ssn → (dsn, len). They move to the
+    /// connection when the subflow's holes fill, as Linux moves only
+    /// in-sequence subflow data to the MPTCP socket.
+    pending: BTreeMap<u64, (u64, u64)>,
+}
+
+pub struct MptcpReceiver {
+    header_bytes: u32,
+    mss: u64,
+    /// The connection's receive buffer: the one window all subflows share.
+    rcvbuf: u64,
+    subflows: Vec<RxSubflow>,
+    /// DATA_ACK: next data byte expected in order.
+    data_ack: u64,
+    /// Next data byte the application will read.
+    read: u64,
+    reader_waiting: bool,
+    /// Data above DATA_ACK held at connection level.
+    out_of_order: RangeSet,
+    /// Right edge of the advertised window; never moves left.
+    right_edge: u64,
+    /// Most bytes ever held (connection buffer plus subflow out-of-order data).
+    max_held: u64,
+    /// Data bytes that arrived twice (a reinjection and the original).
+    duplicate_bytes: u64,
+    /// Connection-level counters (delivered and read bytes).
+    stats: TransportCounters,
+    scratch: Outbox,
+}
+
+impl MptcpReceiver {
+    pub fn new(cfg: &TcpConfig, paths: usize) -> Self {
+        let mut sub_cfg = cfg.clone();
+        // Subflows keep only their own out-of-order data, which the
+        // connection counts against its buffer; they are never the limit.
+        sub_cfg.rcvbuf = u32::MAX as u64;
+        let subflows = (0..paths)
+            .map(|_| {
+                let mut tcp = TcpReceiver::new(&sub_cfg);
+                tcp.set_reader_waiting(true);
+                RxSubflow {
+                    tcp,
+                    pending: BTreeMap::new(),
+                }
+            })
+            .collect();
+        Self {
+            header_bytes: cfg.header_bytes,
+            mss: cfg.mss as u64,
+            rcvbuf: cfg.rcvbuf,
+            subflows,
+            data_ack: 0,
+            read: 0,
+            reader_waiting: false,
+            out_of_order: RangeSet::default(),
+            right_edge: cfg.rcvbuf,
+            max_held: 0,
+            duplicate_bytes: 0,
+            stats: TransportCounters::default(),
+            scratch: Vec::new(),
+        }
+    }
+
+    pub fn data_ack(&self) -> u64 {
+        self.data_ack
+    }
+    /// Bytes held now: unread in-order data, connection-level out-of-order
+    /// data, and subflow-level out-of-order data.
+    pub fn held(&self) -> u64 {
+        self.readable() + self.out_of_order_bytes()
+    }
+    /// The most bytes ever held (never more than the buffer).
+    pub fn max_held(&self) -> u64 {
+        self.max_held
+    }
+    pub fn duplicate_bytes(&self) -> u64 {
+        self.duplicate_bytes
+    }
+
+    fn out_of_order_bytes(&self) -> u64 {
+        let meta: u64 = self.out_of_order.ranges().iter().map(|(s, e)| e - s).sum();
+        meta + self
+            .subflows
+            .iter()
+            .flat_map(|s| s.pending.values())
+            .map(|&(_, len)| len)
+            .sum::<u64>()
+    }
+
+    /// Data bytes [dsn, dsn + len) reached the connection in subflow order.
+    fn deliver(&mut self, dsn: u64, len: u64) {
+        let end = dsn + len;
+        if end <= self.data_ack || self.out_of_order.is_sacked(dsn) {
+            self.duplicate_bytes += len;
+            return;
+        }
+        if dsn <= self.data_ack {
+            let old = self.data_ack;
+            self.data_ack = end;
+            while let Some(&(s, e)) = self.out_of_order.ranges().first() {
+                if s > self.data_ack {
+                    break;
+                }
+                self.data_ack = self.data_ack.max(e);
+                self.out_of_order.prune_below(self.data_ack);
+            }
+            self.stats.delivered_bytes += self.data_ack - old;
+            if self.reader_waiting {
+                self.stats.read_bytes += self.data_ack - self.read;
+                self.read = self.data_ack;
+            }
+        } else {
+            self.out_of_order.add(dsn, end);
+        }
+    }
+
+    /// Receiver SWS avoidance, as TCP's: the edge moves in steps of at least
+    /// min(rcvbuf / 2, MSS), and only as far as the free space allows.
+    fn window_edge(&self) -> u64 {
+        let edge = self.read + self.rcvbuf.saturating_sub(self.out_of_order_bytes());
+        if edge >= self.right_edge + (self.rcvbuf / 2).min(self.mss) {
+            edge
+        } else {
+            self.right_edge
+        }
+    }
+
+    /// Move subflow `i`'s ACKs into `out` with DATA_ACK and the connection's window.
+    fn flush_subflow(&mut self, i: usize, out: &mut Outbox) {
+        if self.scratch.is_empty() {
+            return;
+        }
+        self.right_edge = self.window_edge();
+        let wnd = (self.right_edge - self.data_ack).min(u32::MAX as u64) as u32;
+        let opts = MptcpOptions {
+            handshake: None,
+            dss: Some(Dss {
+                data_ack: Some(self.data_ack),
+                wide: true,
+                ..Default::default()
+            }),
+        };
+        for mut tx in self.scratch.drain(..) {
+            tx.path = i as u8;
+            if let Body::Tcp(seg) = &mut tx.body {
+                seg.wnd = wnd;
+            }
+            tx.size += DSS_ACK_BYTES;
+            tx.ext = Some(Box::new(Ext::Mptcp(opts.clone())));
+            out.push(tx);
+        }
+    }
+
+    fn answer_join(&self, i: usize, packet: u8, out: &mut Outbox) {
+        let (flags, opts) = if packet == 1 {
+            (
+                tcp_flags::SYN | tcp_flags::ACK,
+                Some(MptcpOptions {
+                    handshake: Some(MptcpHandshake::Join { packet: 2 }),
+                    dss: None,
+                }),
+            )
+        } else {
+            (tcp_flags::ACK, None) // the fourth ACK: a plain ACK
+        };
+        let seg = TcpSegment {
+            seq: 0,
+            len: 0,
+            ack: 0,
+            wnd: 0,
+            flags,
+            sack: Default::default(),
+        };
+        let size = self.header_bytes + opts.as_ref().map_or(0, |o| o.wire_bytes());
+        out.push(Transmit {
+            path: i as u8,
+            body: Body::Tcp(seg),
+            size,
+            ect: false,
+            ext: opts.map(|o| Box::new(Ext::Mptcp(o))),
+        });
+    }
+}
+
+impl StreamReceiver for MptcpReceiver {
+    fn on_packet(&mut self, now: Time, rx: Received<'_>, out: &mut Outbox) {
+        let Body::Tcp(seg) = &rx.packet.body else {
+            return;
+        };
+        let i = rx.packet.path as usize;
+        if i >= self.subflows.len() {
+            return;
+        }
+        let opts = match rx.ext.as_deref() {
+            Some(Ext::Mptcp(o)) => Some(o),
+            _ => None,
+        };
+        if let Some(MptcpHandshake::Join { packet }) = opts.and_then(|o| o.handshake) {
+            if packet == 1 || packet == 3 {
+                self.answer_join(i, packet, out);
+            }
+            return;
+        }
+        let mapping = opts.and_then(|o| o.dss).and_then(|d| d.mapping);
+        let sub = &mut self.subflows[i];
+        let before = sub.tcp.rcv_nxt();
+        if let Some(m) = mapping.filter(|_| seg.len > 0 && seg.seq >= before) {
+            sub.pending.insert(m.ssn, (m.dsn, m.len as u64));
+        }
+        sub.tcp
+            .on_segment(now, seg, rx.packet.size, rx.packet.ecn == ecn::CE, &mut self.scratch);
+        let after = sub.tcp.rcv_nxt();
+        if after > before {
+            let rest = sub.pending.split_off(&after);
+            let ready = std::mem::replace(&mut sub.pending, rest);
+            for (dsn, len) in ready.into_values() {
+                self.deliver(dsn, len);
+            }
+        }
+        self.max_held = self.max_held.max(self.held());
+        self.flush_subflow(i, out);
+    }
+    fn on_timer(&mut self, now: Time, out: &mut Outbox) {
+        for i in 0..self.subflows.len() {
+            if self.subflows[i].tcp.poll_at().is_some_and(|t| t <= now) {
+                self.subflows[i].tcp.on_timer(now, &mut self.scratch);
+                self.flush_subflow(i, out);
+            }
+        }
+    }
+    fn poll_at(&self) -> Option<Time> {
+        self.subflows.iter().fold(None, |t, s| earliest(t, s.tcp.poll_at()))
+    }
+    fn set_reader_waiting(&mut self, waiting: bool) {
+        self.reader_waiting = waiting;
+    }
+    fn readable(&self) -> u64 {
+        self.data_ack - self.read
+    }
+    fn read(&mut self, max: u64, out: &mut Outbox) -> u64 {
+        let n = max.min(self.readable());
+        if n == 0 {
+            return 0;
+        }
+        self.read += n;
+        self.stats.read_bytes += n;
+        // A reopened window is announced on the initial subflow, by TCP's rule.
+        let was = self.right_edge - self.data_ack;
+        let could = self.window_edge() - self.data_ack;
+        if could >= was + (self.rcvbuf / 2).min(self.mss) && could >= 2 * was {
+            self.subflows[0].tcp.send_window_update(&mut self.scratch);
+            self.flush_subflow(0, out);
+        }
+        n
+    }
+    fn path_count(&self) -> usize {
+        self.subflows.len()
+    }
+    fn snapshot(&mut self, _now: Time, scope: Scope) -> Snapshot {
+        let counters = match scope {
+            Scope::Path(i) => *self.subflows[i].tcp.stats(),
+            Scope::All => {
+                let mut c = self
+                    .subflows
+                    .iter()
+                    .fold(TransportCounters::default(), |c, s| c.plus(s.tcp.stats()));
+                c.delivered_bytes = self.stats.delivered_bytes;
+                c.read_bytes = self.stats.read_bytes;
+                c
+            }
+        };
+        Snapshot { counters, sender: None }
+    }
+}

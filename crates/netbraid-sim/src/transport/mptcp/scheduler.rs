@@ -1,0 +1,172 @@
+//! Which subflow carries the next chunk of data.
+//!
+//! - `Default`: Linux upstream's (`mptcp_subflow_get_send`, kernels 5.x–6.x):
+//!   among active subflows that can queue more, the one whose queued data
+//!   (in flight and unsent) drains soonest at its pacing rate
+//!   (cwnd / srtt × 2 in slow start, × 1.2 after, as `sk_pacing_rate`);
+//!   the chosen subflow takes a burst of up to 64 KB (`MPTCP_SEND_BURST_SIZE`)
+//!   that waits in its own queue if its cwnd is full. "Can queue more" is
+//!   modelled as: less than one cwnd of data waiting unsent.
+//! - `MinRtt`: the out-of-tree kernel's default (`mptcp_sched.c`): among
+//!   subflows with room in their cwnd, the lowest smoothed RTT, one segment
+//!   at a time; nothing is queued into a full subflow. A subflow without an
+//!   RTT sample yet counts as 0 (it is tried first).
+//! - `RoundRobin`: the out-of-tree `mptcp_rr.c` with its defaults: one
+//!   segment to each subflow with room in turn.
+//!
+//! All skip subflows still joining or in the Loss state (a timeout and no
+//! new ACK since), and use backup subflows only when no active one is
+//! usable (joined and not in the Loss state), not merely when it is full.
+//! The default scheduler waits when its soonest-draining subflow cannot
+//! queue more, rather than falling back to a slower one (as Linux).
+
+use serde::Deserialize;
+
+use crate::engine::Time;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scheduler {
+    #[default]
+    Default,
+    MinRtt,
+    RoundRobin,
+}
+
+/// Linux's MPTCP_SEND_BURST_SIZE.
+pub const SEND_BURST: u64 = 65428;
+
+/// What a scheduler sees of one subflow.
+#[derive(Clone, Copy, Debug)]
+pub struct Candidate {
+    pub usable: bool,
+    pub backup: bool,
+    pub cwnd: u64,
+    pub ssthresh: u64,
+    pub srtt: Option<Time>,
+    /// In flight + waiting unsent.
+    pub queued: u64,
+    pub unsent: u64,
+    /// New bytes its cwnd would let go now (beyond those waiting).
+    pub room: u64,
+    pub mss: u64,
+}
+
+impl Scheduler {
+    /// The subflow for the next chunk and how many bytes it may take (a
+    /// burst for the default scheduler, one segment otherwise), or None if
+    /// no subflow can take data now. `last` is the subflow picked
+    /// before (round-robin's position).
+    pub fn pick(&self, subflows: &[Candidate], last: usize, exclude: Option<usize>) -> Option<(usize, u64)> {
+        // Backups are a tier apart: used only when no active subflow is
+        // usable at all (not merely full), as both kernels do.
+        let backup = !subflows.iter().any(|c| c.usable && !c.backup);
+        let tier = |i: usize, c: &Candidate| c.usable && c.backup == backup && Some(i) != exclude;
+        match self {
+            Scheduler::Default => {
+                // The soonest-draining subflow of the tier; if it cannot
+                // queue more, wait for it (Linux does not fall back to a
+                // slower subflow).
+                let (i, c) = subflows
+                    .iter()
+                    .enumerate()
+                    .filter(|&(i, c)| tier(i, c))
+                    .min_by(|(_, a), (_, b)| linger(a).total_cmp(&linger(b)))?;
+                (c.unsent < c.cwnd && c.unsent % c.mss == 0).then_some((i, SEND_BURST))
+            }
+            Scheduler::MinRtt => subflows
+                .iter()
+                .enumerate()
+                .filter(|&(i, c)| tier(i, c) && has_room(c))
+                .min_by_key(|(_, c)| c.srtt.unwrap_or(0))
+                .map(|(i, c)| (i, c.mss)),
+            Scheduler::RoundRobin => {
+                let n = subflows.len();
+                (1..=n)
+                    .map(|k| (last + k) % n)
+                    .find(|&i| tier(i, &subflows[i]) && has_room(&subflows[i]))
+                    .map(|i| (i, subflows[i].mss))
+            }
+        }
+    }
+}
+
+/// Room in the cwnd for a whole segment, with nothing waiting unsent.
+fn has_room(c: &Candidate) -> bool {
+    c.room >= c.mss && c.unsent == 0
+}
+
+/// Time to drain a subflow's queued data at its pacing rate (ns·bytes
+/// units cancel: queued × srtt / (ratio × cwnd)).
+fn linger(c: &Candidate) -> f64 {
+    let ratio = if c.cwnd < c.ssthresh / 2 { 2.0 } else { 1.2 };
+    let srtt = c.srtt.unwrap_or(0).max(1) as f64;
+    c.queued as f64 * srtt / (ratio * c.cwnd.max(1) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::time::MILLISECOND;
+
+    fn cand(srtt_ms: u64, room: u64) -> Candidate {
+        Candidate {
+            usable: true,
+            backup: false,
+            cwnd: 10_000,
+            ssthresh: u64::MAX,
+            srtt: Some(srtt_ms * MILLISECOND),
+            queued: 10_000 - room,
+            unsent: 0,
+            room,
+            mss: 1000,
+        }
+    }
+
+    #[test]
+    fn min_rtt_sends_every_segment_on_the_fast_subflow_while_it_has_room() {
+        // protocols.md §5.5: 10 ms and 100 ms subflows, both with room.
+        let subflows = [cand(100, 5000), cand(10, 5000)];
+        assert_eq!(Scheduler::MinRtt.pick(&subflows, 0, None), Some((1, 1000)));
+        // the fast one full: the slow one gets it
+        let subflows = [cand(100, 5000), cand(10, 500)];
+        assert_eq!(Scheduler::MinRtt.pick(&subflows, 0, None), Some((0, 1000)));
+    }
+
+    #[test]
+    fn backups_only_when_no_active_subflow_is_usable() {
+        let mut b = cand(1, 5000);
+        b.backup = true;
+        for s in [Scheduler::Default, Scheduler::MinRtt, Scheduler::RoundRobin] {
+            assert_eq!(s.pick(&[cand(50, 5000), b], 0, None).unwrap().0, 0, "{s:?}");
+            // full, not failed: wait rather than use the backup
+            let mut full = cand(50, 0);
+            full.unsent = full.cwnd;
+            assert_eq!(s.pick(&[full, b], 0, None), None, "{s:?}");
+            // failed (timed out): the backup takes over
+            let failed = Candidate {
+                usable: false,
+                ..cand(50, 5000)
+            };
+            assert_eq!(s.pick(&[failed, b], 0, None).unwrap().0, 1, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn round_robin_takes_turns_and_skips_full_subflows() {
+        let subflows = [cand(10, 5000), cand(10, 5000), cand(10, 0)];
+        assert_eq!(Scheduler::RoundRobin.pick(&subflows, 0, None).unwrap().0, 1);
+        assert_eq!(Scheduler::RoundRobin.pick(&subflows, 1, None).unwrap().0, 0);
+    }
+
+    #[test]
+    fn default_prefers_the_subflow_that_drains_soonest() {
+        // same cwnd and queue, RTT 10 vs 40 ms: the 10 ms one drains 4x sooner
+        let subflows = [cand(40, 5000), cand(10, 5000)];
+        assert_eq!(Scheduler::Default.pick(&subflows, 0, None), Some((1, SEND_BURST)));
+        // an empty queue drains at once, whatever the RTT
+        let mut idle = cand(40, 10_000);
+        idle.queued = 0;
+        assert_eq!(Scheduler::Default.pick(&[cand(10, 5000), idle], 0, None).unwrap().0, 1);
+    }
+}

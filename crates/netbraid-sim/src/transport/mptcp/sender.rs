@@ -1,0 +1,491 @@
+//! The sending end of an MPTCP connection: the data-sequence space, the
+//! scheduler that hands chunks to subflows, DATA_ACK and the connection's
+//! window, reinjection, and the joins of the extra subflows.
+
+use std::collections::VecDeque;
+
+use super::scheduler::{Candidate, Scheduler};
+use super::MptcpConfig;
+use crate::cc::{CongestionControl, SubflowView};
+use crate::endpoint::{Outbox, Received, Report, Scope, SenderState, Snapshot, Transmit};
+use crate::engine::time::earliest;
+use crate::engine::Time;
+use crate::net::ext::{Dss, DssMapping, Ext, MptcpHandshake, MptcpOptions};
+use crate::net::packet::{tcp_flags, Body, TcpSegment};
+use crate::trace::counters::TransportCounters;
+use crate::transport::tcp::{RangeSet, TcpConfig, TcpSender};
+use crate::transport::StreamSender;
+
+/// Subflow bytes [ssn, ssn + len) carry data bytes [dsn, dsn + len).
+#[derive(Clone, Copy, Debug)]
+struct Map {
+    ssn: u64,
+    dsn: u64,
+    len: u64,
+}
+
+/// Where an extra subflow is in its MP_JOIN handshake (RFC 8684 §3.2).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Join {
+    /// Waits for the connection to be established.
+    Waiting,
+    /// SYN (packet 1) or third ACK (packet 3) sent; re-sent at `deadline`.
+    Sent { packet: u8, deadline: Time, rto: Time },
+    /// The fourth ACK arrived: the subflow may carry data.
+    Active,
+}
+
+struct Subflow {
+    tcp: TcpSender,
+    /// Mappings of the data written to this subflow and not yet acknowledged
+    /// on it, in subflow order.
+    maps: VecDeque<Map>,
+    join: Join,
+    backup: bool,
+}
+
+pub struct MptcpSender {
+    cfg: TcpConfig,
+    mss: u64,
+    scheduler: Scheduler,
+    subflows: Vec<Subflow>,
+    /// DATA_ACK: every data byte below it is at the receiver's connection.
+    data_una: u64,
+    /// Next new data byte to schedule.
+    data_nxt: u64,
+    /// The receiver's window right edge (DATA_ACK + window, the largest seen).
+    window_edge: u64,
+    /// Where the application's data ends (None: endless).
+    app_end: Option<u64>,
+    closed: bool,
+    started: bool,
+    /// The connection is established (first ACK on the initial subflow).
+    established: bool,
+    /// Chunks to send again on another subflow: (dsn, len, subflow that had it).
+    reinject: VecDeque<(u64, u64, usize)>,
+    /// Data bytes already queued for reinjection (each is reinjected once).
+    reinjected: RangeSet,
+    reinjected_bytes: u64,
+    /// Scheduler state: the last subflow picked and what is left of its burst.
+    last_pick: usize,
+    burst_left: u64,
+    completed_at: Option<Time>,
+    scratch: Outbox,
+    views: Vec<SubflowView>,
+}
+
+impl MptcpSender {
+    /// One subflow per controller (path i gets `controllers[i]`). `cfg` is
+    /// the TCP configuration: its buffers are the connection's, the rest
+    /// applies to each subflow.
+    pub fn new(cfg: TcpConfig, mptcp: &MptcpConfig, controllers: Vec<Box<dyn CongestionControl>>) -> Self {
+        let mut sub_cfg = cfg.clone();
+        // The connection decides what to send and when; a subflow sends what
+        // it is handed at once (no Nagle) and is never limited by its own
+        // buffers: the connection's are the real ones.
+        sub_cfg.nodelay = true;
+        sub_cfg.sndbuf = u32::MAX as u64;
+        sub_cfg.rcvbuf = u32::MAX as u64;
+        let subflows = controllers
+            .into_iter()
+            .enumerate()
+            .map(|(i, cc)| Subflow {
+                tcp: TcpSender::new(sub_cfg.clone(), cc),
+                maps: VecDeque::new(),
+                join: if i == 0 { Join::Active } else { Join::Waiting },
+                backup: mptcp.is_backup(i),
+            })
+            .collect();
+        Self {
+            mss: cfg.mss as u64,
+            window_edge: cfg.rcvbuf,
+            cfg,
+            scheduler: mptcp.scheduler,
+            subflows,
+            data_una: 0,
+            data_nxt: 0,
+            app_end: Some(0),
+            closed: false,
+            started: false,
+            established: false,
+            reinject: VecDeque::new(),
+            reinjected: RangeSet::default(),
+            reinjected_bytes: 0,
+            last_pick: 0,
+            burst_left: 0,
+            completed_at: None,
+            scratch: Vec::new(),
+            views: Vec::new(),
+        }
+    }
+
+    pub fn data_acked(&self) -> u64 {
+        self.data_una
+    }
+    /// Data bytes sent again on another subflow after a timeout.
+    pub fn reinjected_bytes(&self) -> u64 {
+        self.reinjected_bytes
+    }
+    pub fn subflow(&self, i: usize) -> &TcpSender {
+        &self.subflows[i].tcp
+    }
+    /// Whether subflow `i` may carry data (joined).
+    pub fn is_active(&self, i: usize) -> bool {
+        self.subflows[i].join == Join::Active
+    }
+
+    // ---- scheduling --------------------------------------------------------
+
+    /// Length of the next new chunk, if the application, the send buffer and
+    /// the receiver's window allow one. Chunks are whole segments except the
+    /// application's last, so every segment a subflow sends is one chunk.
+    fn new_chunk_len(&self) -> Option<u64> {
+        let end = self.app_end.unwrap_or(u64::MAX);
+        let limit = end.min(self.window_edge).min(self.data_una + self.cfg.sndbuf);
+        if self.data_nxt >= limit {
+            return None;
+        }
+        let len = self.mss.min(limit - self.data_nxt);
+        (len == self.mss || (self.closed && self.data_nxt + len == end)).then_some(len)
+    }
+
+    fn candidates(&self) -> Vec<Candidate> {
+        self.subflows
+            .iter()
+            .map(|s| {
+                let t = &s.tcp;
+                Candidate {
+                    usable: s.join == Join::Active && !t.timed_out(),
+                    backup: s.backup,
+                    cwnd: t.cwnd(),
+                    ssthresh: t.ssthresh(),
+                    srtt: t.srtt(),
+                    queued: t.flight_size() + t.unsent(),
+                    unsent: t.unsent(),
+                    room: t.send_room(),
+                    mss: self.mss,
+                }
+            })
+            .collect()
+    }
+
+    /// Hand chunks to subflows while the scheduler finds one with room.
+    fn push(&mut self, now: Time, out: &mut Outbox) {
+        if !self.started {
+            return;
+        }
+        loop {
+            self.reinject.retain(|&(dsn, len, _)| dsn + len > self.data_una);
+            let (dsn, len, had) = if let Some(&r) = self.reinject.front() {
+                (r.0, r.1, Some(r.2))
+            } else if let Some(len) = self.new_chunk_len() {
+                (self.data_nxt, len, None)
+            } else {
+                break;
+            };
+            let cands = self.candidates();
+            // The default scheduler keeps filling the subflow of the current burst.
+            let continuing = self.scheduler == Scheduler::Default
+                && self.burst_left > 0
+                && had != Some(self.last_pick)
+                && cands.get(self.last_pick).is_some_and(|c| c.usable && c.unsent < c.cwnd);
+            let i = if continuing {
+                self.last_pick
+            } else {
+                let Some((i, allowance)) = self.scheduler.pick(&cands, self.last_pick, had) else {
+                    break;
+                };
+                self.burst_left = allowance;
+                i
+            };
+            self.last_pick = i;
+            self.burst_left = self.burst_left.saturating_sub(len);
+            let sub = &mut self.subflows[i];
+            sub.maps.push_back(Map {
+                ssn: sub.tcp.written_end(),
+                dsn,
+                len,
+            });
+            let taken = sub.tcp.write(now, len, &mut self.scratch);
+            debug_assert_eq!(taken, len, "a subflow's own buffer never limits");
+            self.flush_subflow(i, out);
+            if had.is_some() {
+                self.reinject.pop_front();
+                self.reinjected_bytes += len;
+            } else {
+                self.data_nxt += len;
+            }
+        }
+    }
+
+    /// Move what subflow `i` produced into `out`, with its path and options.
+    fn flush_subflow(&mut self, i: usize, out: &mut Outbox) {
+        let header = self.cfg.header_bytes;
+        let maps = &self.subflows[i].maps;
+        for mut tx in self.scratch.drain(..) {
+            tx.path = i as u8;
+            let mut dss = Dss {
+                data_ack: Some(0),
+                wide: true,
+                ..Default::default()
+            };
+            if let Body::Tcp(seg) = &tx.body {
+                if seg.len > 0 {
+                    let k = maps.partition_point(|m| m.ssn < seg.seq);
+                    let m = maps
+                        .get(k)
+                        .filter(|m| m.ssn == seg.seq)
+                        .expect("every segment is one mapped chunk");
+                    debug_assert_eq!(m.len, seg.len as u64);
+                    dss.mapping = Some(DssMapping {
+                        dsn: m.dsn,
+                        ssn: seg.seq,
+                        len: seg.len as u16,
+                    });
+                }
+            }
+            let opts = MptcpOptions {
+                handshake: None,
+                dss: Some(dss),
+            };
+            tx.size = tx.size.max(header) + opts.wire_bytes();
+            tx.ext = Some(Box::new(Ext::Mptcp(opts)));
+            out.push(tx);
+        }
+    }
+
+    // ---- joins -------------------------------------------------------------
+
+    fn send_join(&mut self, now: Time, i: usize, packet: u8, rto: Time, out: &mut Outbox) {
+        let flags = if packet == 1 { tcp_flags::SYN } else { tcp_flags::ACK };
+        let opts = MptcpOptions {
+            handshake: Some(MptcpHandshake::Join { packet }),
+            dss: None,
+        };
+        let seg = TcpSegment {
+            seq: 0,
+            len: 0,
+            ack: 0,
+            wnd: 0,
+            flags,
+            sack: Default::default(),
+        };
+        let size = self.cfg.header_bytes + opts.wire_bytes();
+        out.push(Transmit {
+            path: i as u8,
+            body: Body::Tcp(seg),
+            size,
+            ect: false,
+            ext: Some(Box::new(Ext::Mptcp(opts))),
+        });
+        self.subflows[i].join = Join::Sent {
+            packet,
+            deadline: now + rto,
+            rto,
+        };
+    }
+
+    /// The connection is established: every other subflow starts its join.
+    fn establish(&mut self, now: Time, out: &mut Outbox) {
+        self.established = true;
+        for i in 1..self.subflows.len() {
+            self.send_join(now, i, 1, self.cfg.rto_initial, out);
+        }
+    }
+
+    /// A handshake packet for subflow `i`; true if it was one.
+    fn on_join_packet(
+        &mut self,
+        now: Time,
+        i: usize,
+        seg: &TcpSegment,
+        opts: Option<&MptcpOptions>,
+        out: &mut Outbox,
+    ) -> bool {
+        let Join::Sent { packet, .. } = self.subflows[i].join else {
+            return false;
+        };
+        let handshake = opts.and_then(|o| o.handshake);
+        if packet == 1 && handshake == Some(MptcpHandshake::Join { packet: 2 }) {
+            self.send_join(now, i, 3, self.cfg.rto_initial, out);
+            return true;
+        }
+        if packet == 3
+            && seg.flags & tcp_flags::SYN == 0
+            && handshake.is_none()
+            && opts.map_or(true, |o| o.dss.is_none())
+        {
+            self.subflows[i].join = Join::Active;
+            return true;
+        }
+        true // anything else on a joining subflow is ignored
+    }
+
+    // ---- acknowledgements and timers ---------------------------------------
+
+    fn on_data_ack(&mut self, now: Time, i: usize, seg: &TcpSegment, dss: Option<&Dss>, out: &mut Outbox) {
+        if let Some(data_ack) = dss.and_then(|d| d.data_ack) {
+            if data_ack >= self.data_una {
+                self.data_una = data_ack.min(self.data_nxt.max(self.data_una));
+                self.window_edge = self.window_edge.max(data_ack + seg.wnd as u64);
+            }
+        }
+        // The subflow sees an unlimited window: the connection's is enforced above.
+        let sub_seg = TcpSegment { wnd: u32::MAX, ..*seg };
+        self.views.clear();
+        for (k, s) in self.subflows.iter().enumerate() {
+            if k != i && s.join == Join::Active {
+                self.views.push(s.tcp.view());
+            }
+        }
+        let sub = &mut self.subflows[i];
+        sub.tcp.on_segment_with(now, &sub_seg, &self.views, &mut self.scratch);
+        let una = sub.tcp.snd_una();
+        while sub.maps.front().is_some_and(|m| m.ssn + m.len <= una) {
+            sub.maps.pop_front();
+        }
+        self.flush_subflow(i, out);
+        if !self.established && i == 0 {
+            self.establish(now, out);
+        }
+        self.check_complete(now);
+    }
+
+    fn check_complete(&mut self, now: Time) {
+        if self.completed_at.is_none() && self.closed && self.app_end == Some(self.data_una) {
+            self.completed_at = Some(now);
+        }
+    }
+
+    /// Subflow `i` timed out: its data not yet DATA_ACKed goes again on others.
+    fn reinject_from(&mut self, i: usize) {
+        if self.subflows.iter().filter(|s| s.join == Join::Active).count() < 2 {
+            return;
+        }
+        for m in &self.subflows[i].maps {
+            if m.dsn + m.len > self.data_una && !self.reinjected.is_sacked(m.dsn) {
+                self.reinjected.add(m.dsn, m.dsn + m.len);
+                self.reinject.push_back((m.dsn, m.len, i));
+            }
+        }
+        self.reinjected.prune_below(self.data_una);
+    }
+}
+
+impl StreamSender for MptcpSender {
+    fn kind(&self) -> &'static str {
+        "mptcp"
+    }
+    fn write_all(&mut self, now: Time, bytes: Option<u64>, out: &mut Outbox) {
+        self.started = true;
+        self.app_end = bytes.map(|b| self.data_nxt + b);
+        self.push(now, out);
+    }
+    fn close(&mut self, now: Time, out: &mut Outbox) {
+        self.closed = true;
+        if self.app_end.is_none() {
+            self.app_end = Some(self.data_nxt);
+        }
+        self.push(now, out);
+        self.check_complete(now);
+    }
+    fn stop(&mut self) {
+        self.app_end = Some(self.data_nxt);
+        self.reinject.clear();
+    }
+    fn on_packet(&mut self, now: Time, rx: Received<'_>, out: &mut Outbox) {
+        let Body::Tcp(seg) = &rx.packet.body else {
+            return;
+        };
+        let i = rx.packet.path as usize;
+        if i >= self.subflows.len() {
+            return;
+        }
+        let opts = match rx.ext.as_deref() {
+            Some(Ext::Mptcp(o)) => Some(o),
+            _ => None,
+        };
+        if self.subflows[i].join != Join::Active {
+            self.on_join_packet(now, i, seg, opts, out);
+        } else if seg.flags & tcp_flags::ACK != 0 {
+            self.on_data_ack(now, i, seg, opts.and_then(|o| o.dss.as_ref()), out);
+        }
+        self.push(now, out);
+    }
+    fn on_timer(&mut self, now: Time, out: &mut Outbox) {
+        for i in 0..self.subflows.len() {
+            if let Join::Sent { packet, deadline, rto } = self.subflows[i].join {
+                if now >= deadline {
+                    let rto = (2 * rto).min(self.cfg.rto_max);
+                    self.send_join(now, i, packet, rto, out);
+                }
+                continue;
+            }
+            if self.subflows[i].tcp.poll_at().is_some_and(|t| t <= now) {
+                let before = self.subflows[i].tcp.stats().timeouts;
+                self.subflows[i].tcp.on_timer(now, &mut self.scratch);
+                self.flush_subflow(i, out);
+                if self.subflows[i].tcp.stats().timeouts > before {
+                    self.reinject_from(i);
+                }
+            }
+        }
+        self.push(now, out);
+    }
+    fn poll_at(&self) -> Option<Time> {
+        self.subflows.iter().fold(None, |t, s| {
+            let own = match s.join {
+                Join::Sent { deadline, .. } => Some(deadline),
+                Join::Active => s.tcp.poll_at(),
+                Join::Waiting => None,
+            };
+            earliest(t, own)
+        })
+    }
+    fn path_count(&self) -> usize {
+        self.subflows.len()
+    }
+    fn snapshot(&mut self, now: Time, scope: Scope) -> Snapshot {
+        match scope {
+            Scope::Path(i) => {
+                let t = &mut self.subflows[i].tcp;
+                Snapshot {
+                    counters: t.stats_at(now),
+                    sender: Some(t.state()),
+                }
+            }
+            Scope::All => {
+                let mut counters = TransportCounters::default();
+                for s in &mut self.subflows {
+                    counters = counters.plus(&s.tcp.stats_at(now));
+                }
+                // The connection's window: the sum of the subflows' windows;
+                // RTT and RTO are the initial subflow's.
+                let first = self.subflows[0].tcp.state();
+                let active = self.subflows.iter().filter(|s| s.join == Join::Active);
+                let cwnd = active.map(|s| s.tcp.cwnd()).sum();
+                Snapshot {
+                    counters,
+                    sender: Some(SenderState {
+                        cwnd,
+                        ssthresh: None,
+                        ..first
+                    }),
+                }
+            }
+        }
+    }
+    fn report(&self) -> Report {
+        let mut log: Vec<_> = self
+            .subflows
+            .iter()
+            .flat_map(|s| s.tcp.congestion_log().iter().cloned())
+            .collect();
+        log.sort_by(|a, b| a.time_s.total_cmp(&b.time_s));
+        Report {
+            congestion_control: Some(self.subflows[0].tcp.controller_name()),
+            completed_at: self.completed_at,
+            congestion_log: log,
+        }
+    }
+}

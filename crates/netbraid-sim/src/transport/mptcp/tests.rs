@@ -1,0 +1,467 @@
+//! MPTCP end to end in the simulator, against expectations from outside the
+//! code: path capacity, a single TCP on the same paths, exact delivery of a
+//! finite transfer, the receive buffer's bound (protocols.md §5.5).
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use super::{MptcpConfig, MptcpReceiver, Scheduler};
+use crate::app::{ReadPolicy, Reader};
+use crate::endpoint::{Endpoint, Outbox, Received, Scope, Snapshot};
+use crate::engine::time::{MILLISECOND, SECOND};
+use crate::engine::Time;
+use crate::scenario::*;
+use crate::sim::{builtin, EndpointPair, FlowSetup};
+use crate::sim::{RunResult, Simulation};
+use crate::transport::tcp::TcpConfig;
+
+/// client ⇉ server over two direct links (client interfaces 0 and 2,
+/// server 1 and 3), each `rate` with one-way `delay`, and a 100-packet queue.
+fn two_links(paths: [(u64, Time, LossSpec); 2], flows: Vec<FlowSpec>, duration: Time, measure_from: Time) -> Scenario {
+    let dir = |rate_bps, delay_ns, loss: LossSpec| DirectionSpec {
+        rate_bps,
+        delay_ns,
+        queue: QueueSpec {
+            packets: Some(100),
+            bytes: None,
+            red: None,
+        },
+        loss,
+    };
+    Scenario {
+        name: "mptcp".into(),
+        seed: 1,
+        duration_ns: duration,
+        nodes: ["client", "server"]
+            .iter()
+            .map(|n| NodeSpec {
+                name: n.to_string(),
+                router: false,
+                multipath: Default::default(),
+            })
+            .collect(),
+        links: paths
+            .into_iter()
+            .map(|(rate, delay, loss)| LinkSpec {
+                a: 0,
+                b: 1,
+                ab: dir(rate, delay, loss),
+                ba: dir(rate, delay, LossSpec::None),
+            })
+            .collect(),
+        routes: vec![],
+        flows,
+        measure: MeasureSpec {
+            start_ns: measure_from,
+            stop_ns: duration,
+            interval_ns: None,
+        },
+        pcap: vec![],
+    }
+}
+
+fn tcp_cfg(cc: &str) -> TcpConfig {
+    TcpConfig {
+        cc: cc.into(),
+        ..TcpConfig::default()
+    }
+}
+
+/// An MPTCP flow with subflows from each client interface to the server's
+/// first address, as Linux's path manager makes them.
+fn mptcp_flow(tcp: TcpConfig, scheduler: Scheduler, bytes: Option<u64>) -> FlowSpec {
+    FlowSpec {
+        name: "m".into(),
+        src: 0,
+        dst: 1,
+        src_iface: None,
+        dst_iface: None,
+        paths: vec![
+            PathSpec {
+                src_iface: Some(0),
+                dst_iface: Some(1),
+            },
+            PathSpec {
+                src_iface: Some(2),
+                dst_iface: Some(1),
+            },
+        ],
+        start_ns: 0,
+        start_jitter_ns: 0,
+        stop_ns: None,
+        kind: FlowKind::Mptcp {
+            tcp,
+            bytes,
+            mptcp: MptcpConfig {
+                scheduler,
+                backup: vec![],
+            },
+        },
+    }
+}
+
+/// A single TCP flow on path `k` (client interface 2k).
+fn tcp_flow(tcp: TcpConfig, k: u32) -> FlowSpec {
+    FlowSpec {
+        name: format!("t{k}"),
+        src: 0,
+        dst: 1,
+        src_iface: Some(2 * k),
+        dst_iface: Some(2 * k + 1),
+        paths: vec![],
+        start_ns: 0,
+        start_jitter_ns: 0,
+        stop_ns: None,
+        kind: FlowKind::Tcp {
+            tcp,
+            bytes: None,
+            read_rate_bps: None,
+        },
+    }
+}
+
+fn run(scn: &Scenario) -> RunResult {
+    Simulation::new(scn).unwrap().run().unwrap()
+}
+
+/// Runs the scenario with the MPTCP receiver watched: the most bytes it
+/// ever held and the duplicate data bytes it dropped.
+fn run_watched(scn: &Scenario) -> (RunResult, u64, u64) {
+    struct Watched {
+        inner: Reader<MptcpReceiver>,
+        max_held: Rc<Cell<u64>>,
+        duplicates: Rc<Cell<u64>>,
+    }
+    impl Endpoint for Watched {
+        fn kind(&self) -> &'static str {
+            self.inner.kind()
+        }
+        fn on_packet(&mut self, now: Time, rx: Received<'_>, out: &mut Outbox) {
+            self.inner.on_packet(now, rx, out);
+            self.max_held.set(self.inner.socket().max_held());
+            self.duplicates.set(self.inner.socket().duplicate_bytes());
+        }
+        fn on_timer(&mut self, now: Time, out: &mut Outbox) {
+            self.inner.on_timer(now, out)
+        }
+        fn poll_at(&self) -> Option<Time> {
+            self.inner.poll_at()
+        }
+        fn path_count(&self) -> usize {
+            self.inner.path_count()
+        }
+        fn snapshot(&mut self, now: Time, scope: Scope) -> Snapshot {
+            self.inner.snapshot(now, scope)
+        }
+    }
+    let (max_held, duplicates) = (Rc::new(Cell::new(0)), Rc::new(Cell::new(0)));
+    let (h, d) = (max_held.clone(), duplicates.clone());
+    let factory = move |spec: &FlowSpec, setup: &FlowSetup| -> Result<EndpointPair, crate::SimError> {
+        let (sender, receiver) = builtin(spec, setup)?;
+        let FlowKind::Mptcp { tcp, .. } = &spec.kind else {
+            return Ok((sender, receiver));
+        };
+        drop(receiver);
+        let inner = Reader::new(MptcpReceiver::new(tcp, setup.paths), ReadPolicy::Waiting);
+        Ok((
+            sender,
+            Box::new(Watched {
+                inner,
+                max_held: h.clone(),
+                duplicates: d.clone(),
+            }),
+        ))
+    };
+    let r = Simulation::with_factory(scn, &factory).unwrap().run().unwrap();
+    (r, max_held.get(), duplicates.get())
+}
+
+const MBPS: u64 = 1_000_000;
+
+#[test]
+fn two_clean_equal_paths_carry_twice_one_tcp() {
+    for scheduler in [Scheduler::Default, Scheduler::MinRtt, Scheduler::RoundRobin] {
+        let paths = || {
+            [
+                (50 * MBPS, 5 * MILLISECOND, LossSpec::None),
+                (50 * MBPS, 5 * MILLISECOND, LossSpec::None),
+            ]
+        };
+        let m = run(&two_links(
+            paths(),
+            vec![mptcp_flow(tcp_cfg("reno"), scheduler, None)],
+            10 * SECOND,
+            2 * SECOND,
+        ));
+        let t = run(&two_links(
+            paths(),
+            vec![tcp_flow(tcp_cfg("reno"), 0)],
+            10 * SECOND,
+            2 * SECOND,
+        ));
+        let (mg, tg) = (m.flows[0].goodput_bps, t.flows[0].goodput_bps);
+        // one TCP fills its 50 Mb/s path (payload 1460 of 1500 B on the wire)
+        assert!(tg > 0.95 * 50e6 * 1460.0 / 1500.0, "{scheduler:?}: tcp {tg}");
+        assert!(mg > 1.9 * tg, "{scheduler:?}: mptcp {mg} vs tcp {tg}");
+        let subs = &m.flows[0].subflows;
+        assert_eq!(subs.len(), 2);
+        for s in subs {
+            assert!(
+                (s.goodput_bps / mg - 0.5).abs() < 0.05,
+                "{scheduler:?}: share {}",
+                s.goodput_bps / mg
+            );
+        }
+    }
+}
+
+#[test]
+fn a_finite_transfer_is_delivered_exactly_once_despite_loss() {
+    let bytes = 4_000_000;
+    let paths = [
+        (20 * MBPS, 5 * MILLISECOND, LossSpec::Bernoulli { p: 0.01 }),
+        (20 * MBPS, 20 * MILLISECOND, LossSpec::None),
+    ];
+    let (r, max_held, _) = run_watched(&two_links(
+        paths,
+        vec![mptcp_flow(tcp_cfg("cubic"), Scheduler::Default, Some(bytes))],
+        20 * SECOND,
+        0,
+    ));
+    let f = &r.flows[0];
+    assert_eq!(f.bytes_delivered, bytes, "every byte read once");
+    assert!(f.completion_time_s.is_some());
+    assert!(max_held <= TcpConfig::default().rcvbuf);
+    // conservation at the packet level, both directions
+    let a = &f.accounting;
+    assert_eq!(a.sent_bytes, a.delivered_bytes + a.dropped_bytes + a.in_flight_bytes);
+}
+
+#[test]
+fn a_cut_path_does_not_stop_the_transfer() {
+    // From its 300th packet on, path 1 loses everything (the cable is pulled):
+    // the subflow times out, its data is reinjected on path 0, and the
+    // transfer completes with every byte delivered once.
+    let bytes = 6_000_000;
+    let cut = LossSpec::List {
+        indices: (300..400_000).collect(),
+    };
+    let paths = [
+        (20 * MBPS, 5 * MILLISECOND, LossSpec::None),
+        (20 * MBPS, 5 * MILLISECOND, cut),
+    ];
+    let (r, _, duplicates) = run_watched(&two_links(
+        paths,
+        vec![mptcp_flow(tcp_cfg("reno"), Scheduler::Default, Some(bytes))],
+        30 * SECOND,
+        0,
+    ));
+    let f = &r.flows[0];
+    assert_eq!(f.bytes_delivered, bytes);
+    let done = f.completion_time_s.expect("the transfer completes");
+    // 6 MB at 20 Mb/s take 2.4 s on one path alone: the cut costs timeouts, not the transfer
+    assert!(done < 10.0, "completed at {done} s");
+    assert!(f.subflows[1].timeouts > 0);
+    assert_eq!(
+        duplicates, 0,
+        "the cut path delivered nothing, so nothing arrived twice"
+    );
+}
+
+#[test]
+fn a_small_shared_buffer_blocks_the_fast_path_behind_the_slow_one() {
+    // protocols.md §5.4–5.5: 10 ms and 100 ms round trips, 20 Mb/s each,
+    // a 64 KB connection buffer, far below RTT_max × Σ rate (500 KB): data
+    // on the slow path holds DATA_ACK back, the fast path's data fills the
+    // buffer, and the connection gets less than the fast path alone would.
+    let mut tcp = tcp_cfg("reno");
+    tcp.rcvbuf = 64 * 1024;
+    tcp.sndbuf = 64 * 1024;
+    let paths = || {
+        [
+            (20 * MBPS, 5 * MILLISECOND, LossSpec::None),
+            (20 * MBPS, 50 * MILLISECOND, LossSpec::None),
+        ]
+    };
+    let (m, max_held, duplicates) = run_watched(&two_links(
+        paths(),
+        vec![mptcp_flow(tcp.clone(), Scheduler::Default, None)],
+        10 * SECOND,
+        2 * SECOND,
+    ));
+    let t = run(&two_links(
+        paths(),
+        vec![tcp_flow(tcp.clone(), 0)],
+        10 * SECOND,
+        2 * SECOND,
+    ));
+    let (mg, tg) = (m.flows[0].goodput_bps, t.flows[0].goodput_bps);
+    assert!(mg < tg, "mptcp {mg} should fall below the fast path alone {tg}");
+    assert!(max_held <= tcp.rcvbuf, "held {max_held} > buffer {}", tcp.rcvbuf);
+    assert_eq!(duplicates, 0);
+}
+
+#[test]
+fn runs_are_deterministic() {
+    let paths = || {
+        [
+            (20 * MBPS, 5 * MILLISECOND, LossSpec::Bernoulli { p: 0.005 }),
+            (20 * MBPS, 15 * MILLISECOND, LossSpec::Bernoulli { p: 0.005 }),
+        ]
+    };
+    let go = || {
+        let r = run(&two_links(
+            paths(),
+            vec![mptcp_flow(tcp_cfg("cubic"), Scheduler::Default, None)],
+            5 * SECOND,
+            SECOND,
+        ));
+        (
+            r.events,
+            r.flows[0].goodput_bps,
+            r.flows[0].subflows.iter().map(|s| s.retransmits).collect::<Vec<_>>(),
+        )
+    };
+    assert_eq!(go(), go());
+}
+
+// ---- coupled congestion control (protocols.md §5.5) -----------------------------
+
+#[test]
+fn coupled_subflows_on_one_bottleneck_take_what_one_tcp_takes() {
+    // client ⇉ r (two 100 Mb/s links) → server over one 20 Mb/s bottleneck,
+    // shared with a TCP from a second host: LIA's total ≈ the TCP's (±20 %).
+    // Uncoupled Reno subflows, for contrast, take about twice the TCP's.
+    // (minRTT: the out-of-tree kernel's scheduler, which LIA ran with.)
+    let dir = |rate_bps, delay_ns| DirectionSpec {
+        rate_bps,
+        delay_ns,
+        queue: QueueSpec {
+            packets: Some(50),
+            bytes: None,
+            red: None,
+        },
+        loss: LossSpec::None,
+    };
+    let link = |a, b, rate, delay| LinkSpec {
+        a,
+        b,
+        ab: dir(rate, delay),
+        ba: dir(rate, delay),
+    };
+    let scn = |cc: &str, seed: u64| Scenario {
+        name: "shared".into(),
+        seed,
+        duration_ns: 60 * SECOND,
+        nodes: [("client", false), ("other", false), ("r", true), ("server", false)]
+            .iter()
+            .map(|(n, r)| NodeSpec {
+                name: n.to_string(),
+                router: *r,
+                multipath: Default::default(),
+            })
+            .collect(),
+        links: vec![
+            link(0, 2, 100 * MBPS, MILLISECOND),
+            link(0, 2, 100 * MBPS, MILLISECOND),
+            link(1, 2, 100 * MBPS, MILLISECOND),
+            link(2, 3, 20 * MBPS, 10 * MILLISECOND),
+        ],
+        routes: vec![],
+        flows: vec![
+            FlowSpec {
+                dst: 3,
+                paths: vec![
+                    PathSpec {
+                        src_iface: Some(0),
+                        dst_iface: None,
+                    },
+                    PathSpec {
+                        src_iface: Some(2),
+                        dst_iface: None,
+                    },
+                ],
+                ..mptcp_flow(tcp_cfg(cc), Scheduler::MinRtt, None)
+            },
+            FlowSpec {
+                src: 1,
+                dst: 3,
+                src_iface: None,
+                dst_iface: None,
+                start_jitter_ns: 500 * MILLISECOND,
+                ..tcp_flow(tcp_cfg("reno"), 0)
+            },
+        ],
+        measure: MeasureSpec {
+            start_ns: 10 * SECOND,
+            stop_ns: 60 * SECOND,
+            interval_ns: None,
+        },
+        pcap: vec![],
+    };
+    // the mean over three seeds (the TCP's start is jittered), so one
+    // drop-tail synchronisation pattern does not decide
+    let ratio = |cc: &str| {
+        (1..=3)
+            .map(|seed| {
+                let r = run(&scn(cc, seed));
+                r.flows[0].goodput_bps / r.flows[1].goodput_bps
+            })
+            .sum::<f64>()
+            / 3.0
+    };
+    let (lia, reno) = (ratio("lia"), ratio("reno"));
+    assert!((0.8..=1.2).contains(&lia), "LIA/TCP = {lia}");
+    assert!(reno > 1.5, "uncoupled/TCP = {reno}");
+}
+
+#[test]
+fn coupled_subflows_on_two_equally_lossy_paths_take_one_tcps_share() {
+    // Two disjoint 100 Mb/s paths, 20 ms round trip, 1 % loss each: loss
+    // limits every flow (Mathis: ~1.2 MSS/RTT/√p ≈ 7 Mb/s). Two LIA subflows
+    // each act as AIMD(1/4, 1/2): together about one TCP, not two.
+    let lossy = || {
+        [
+            (100 * MBPS, 10 * MILLISECOND, LossSpec::Bernoulli { p: 0.01 }),
+            (100 * MBPS, 10 * MILLISECOND, LossSpec::Bernoulli { p: 0.01 }),
+        ]
+    };
+    let goodput = |flow: FlowSpec| run(&two_links(lossy(), vec![flow], 60 * SECOND, 5 * SECOND)).flows[0].goodput_bps;
+    let tcp = goodput(tcp_flow(tcp_cfg("reno"), 0));
+    let lia = goodput(mptcp_flow(tcp_cfg("lia"), Scheduler::Default, None));
+    let reno = goodput(mptcp_flow(tcp_cfg("reno"), Scheduler::Default, None));
+    assert!((0.75..=1.35).contains(&(lia / tcp)), "LIA {lia} vs TCP {tcp}");
+    assert!((1.7..=2.3).contains(&(reno / tcp)), "uncoupled {reno} vs TCP {tcp}");
+}
+
+#[test]
+fn coupled_totals_reach_the_best_single_path() {
+    // A clean 20 Mb/s path with a 20 ms round trip and a 20 Mb/s path with
+    // 1 % loss and 80 ms: each coupled controller's total is at least 0.9 ×
+    // what one TCP gets on the better path (RFC 6356 goal 1, protocols.md §5.5).
+    let paths = || {
+        [
+            (20 * MBPS, 10 * MILLISECOND, LossSpec::None),
+            (20 * MBPS, 40 * MILLISECOND, LossSpec::Bernoulli { p: 0.01 }),
+        ]
+    };
+    let best = run(&two_links(
+        paths(),
+        vec![tcp_flow(tcp_cfg("reno"), 0)],
+        30 * SECOND,
+        5 * SECOND,
+    ))
+    .flows[0]
+        .goodput_bps;
+    for cc in ["lia", "olia", "balia"] {
+        let total = run(&two_links(
+            paths(),
+            vec![mptcp_flow(tcp_cfg(cc), Scheduler::Default, None)],
+            30 * SECOND,
+            5 * SECOND,
+        ))
+        .flows[0]
+            .goodput_bps;
+        assert!(total >= 0.9 * best, "{cc}: {total} < 0.9 × {best}");
+    }
+}

@@ -1,0 +1,128 @@
+"""MPTCP on the simulator from the Python side: the example's contract,
+the path manager (per interface, full mesh, backup), the scheduler and
+controller choices, and clear errors. Expectations come from capacity (two
+50 Mb/s paths), from the topology (how many subflows a full mesh has) and
+from the model's definitions, not from earlier runs."""
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import netbraid as nb
+from netbraid.errors import ScenarioError
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "mptcp_two_paths.toml"
+PAYLOAD = 1460 / 1500  # payload share of a full segment on the wire
+
+
+def netbraid(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["netbraid", *args], capture_output=True, text=True, timeout=120)
+
+
+def run_json(*args: str) -> dict:
+    r = netbraid("run", *args, "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def two_paths(delay1: str = "5ms", loss1: float | None = None, **flow) -> nb.Scenario:
+    s = nb.Scenario(name="two-paths", duration="6s")
+    s.add_host("client").add_host("server")
+    s.add_link("client", "server", rate="50Mbps", delay="5ms")
+    s.add_link("client", "server", rate="50Mbps", delay=delay1, ab={"loss": loss1} if loss1 else None)
+    s.add_flow("m", "client", "server", kind="mptcp", **flow)
+    s.measure = nb.Measure(start="1s")
+    return s
+
+
+def test_the_example_uses_both_paths_on_the_simulator():
+    # The issue's contract: the default backend, one subflow per path, each
+    # with its own goodput, and at least 85 Mb/s over two clean 50 Mb/s paths.
+    doc = run_json(str(EXAMPLE))
+    (f,) = doc["flows"]
+    assert f["kind"] == "mptcp"
+    assert len(f["subflows"]) == 2
+    assert f["goodput_bps"] >= 85e6
+    for sub in f["subflows"]:
+        assert sub["goodput_bps"] <= 50e6 * PAYLOAD * 1.001  # no subflow beats its path
+        assert sub["goodput_bps"] > 0.4 * f["goodput_bps"]
+    # every subflow goes to the server's first address, from its own interface
+    assert len({s["src_addr"] for s in f["subflows"]}) == 2
+    assert len({s["dst_addr"] for s in f["subflows"]}) == 1
+    # subflow goodput counts bytes moved up in subflow order, the connection's
+    # bytes read in data order: they differ only by what the connection's
+    # buffer held out of order at the window's two edges
+    assert sum(s["goodput_bps"] for s in f["subflows"]) == pytest.approx(f["goodput_bps"], rel=1e-3)
+
+
+def test_full_mesh_makes_a_subflow_per_pair_of_interfaces():
+    r = nb.simulate(two_paths(subflows="fullmesh"))
+    (f,) = r["flows"]
+    assert len(f["subflows"]) == 4
+    pairs = {(s["src_addr"], s["dst_addr"]) for s in f["subflows"]}
+    assert len(pairs) == 4
+    # four subflows still share two 50 Mb/s links
+    assert f["goodput_bps"] <= 100e6 * PAYLOAD * 1.001
+
+
+def test_a_backup_subflow_carries_nothing_while_the_other_can_send():
+    r = nb.simulate(two_paths(backup=[1]))
+    backup = r["flows"][0]["subflows"][1]
+    assert backup["goodput_bps"] == 0
+    assert r["flows"][0]["subflows"][0]["goodput_bps"] > 0.9 * 50e6 * PAYLOAD
+
+
+@pytest.mark.parametrize("scheduler", ["default", "min_rtt", "round_robin"])
+@pytest.mark.parametrize("cc", ["reno", "cubic", "lia", "olia", "balia"])
+def test_every_scheduler_and_controller_fills_two_clean_paths(scheduler, cc):
+    f = nb.simulate(two_paths(scheduler=scheduler, cc=cc))["flows"][0]
+    assert f["goodput_bps"] > 0.85 * 100e6 * PAYLOAD, (scheduler, cc, f["goodput_bps"])
+
+
+def test_impairing_the_initial_subflow_shifts_data_to_the_clean_one():
+    # Path 1 (the second subflow) loses 10 %: the clean initial subflow
+    # carries most of the data, and the connection still gets nearly one path.
+    f = nb.simulate(two_paths(loss1=0.1))["flows"][0]
+    shares = [s["share"] for s in f["subflows"]]
+    assert shares[0] > 0.8, shares
+    assert f["goodput_bps"] > 0.8 * 50e6 * PAYLOAD
+
+
+def test_same_seed_same_result():
+    a = nb.simulate(two_paths(loss1=0.01, cc="olia"), seed=3)
+    b = nb.simulate(two_paths(loss1=0.01, cc="olia"), seed=3)
+    assert a["flows"] == b["flows"]
+
+
+@pytest.mark.parametrize(
+    "flow, field, allowed",
+    [
+        ({"scheduler": "fastest"}, "scheduler", "round_robin"),
+        ({"subflows": "star"}, "subflows", "fullmesh"),
+        ({"backup": [2]}, "backup[0]", "allowed: 0 to 1"),
+        ({"backup": [0, 1]}, "backup", "at least one"),
+        ({"cc": "vegas"}, "cc", "lia"),
+        ({"read_rate": "1Mbps"}, "read_rate", "tcp"),
+    ],
+)
+def test_bad_mptcp_settings_name_the_field(flow, field, allowed):
+    with pytest.raises(ScenarioError) as e:
+        nb.simulate(two_paths(**flow))
+    assert f".{field}" in str(e.value) or f"{field}:" in str(e.value), str(e.value)
+    assert allowed in str(e.value)
+
+
+def test_sim_only_settings_are_refused_for_emu_before_anything_runs():
+    from netbraid.resolve import resolve
+
+    with pytest.raises(ScenarioError, match="scheduler: set on sim only"):
+        resolve(two_paths(scheduler="min_rtt"), backend="emu")
+
+
+def test_mptcp_settings_on_a_tcp_flow_are_refused():
+    s = two_paths()
+    with pytest.raises(ScenarioError, match="scheduler: applies only to mptcp flows"):
+        s.add_flow("t", "client", "server", kind="tcp", scheduler="min_rtt")
