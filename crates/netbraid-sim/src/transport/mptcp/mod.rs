@@ -89,5 +89,32 @@ impl MptcpConfig {
 /// Bytes of the DSS option on a pure ACK: header 4 + DATA_ACK 8.
 pub const DSS_ACK_BYTES: u32 = 12;
 
+/// The boxes packet options travel in, reused: each end receives one with
+/// every packet and needs one for every packet it sends, so in steady state
+/// none is allocated (the per-packet cost of options is then a copy).
+#[derive(Default)]
+struct OptionBoxes(Vec<Box<crate::net::ext::Ext>>);
+
+impl OptionBoxes {
+    /// Keep a received packet's box (a bounded number of them).
+    fn keep(&mut self, ext: Option<Box<crate::net::ext::Ext>>) {
+        if let Some(b) = ext {
+            if self.0.len() < 4096 {
+                self.0.push(b);
+            }
+        }
+    }
+
+    fn wrap(&mut self, opts: crate::net::ext::MptcpOptions) -> Box<crate::net::ext::Ext> {
+        match self.0.pop() {
+            Some(mut b) => {
+                *b = crate::net::ext::Ext::Mptcp(opts);
+                b
+            }
+            None => Box::new(crate::net::ext::Ext::Mptcp(opts)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -21,6 +21,8 @@ struct RxSubflow {
     /// connection when the subflow's holes fill, as Linux moves only
     /// in-sequence subflow data to the MPTCP socket.
     pending: BTreeMap<u64, (u64, u64)>,
+    /// Data bytes in `pending`.
+    pending_bytes: u64,
 }
 
 pub struct MptcpReceiver {
@@ -36,6 +38,8 @@ pub struct MptcpReceiver {
     reader_waiting: bool,
     /// Data above DATA_ACK held at connection level.
     out_of_order: RangeSet,
+    /// Bytes in `out_of_order`.
+    out_of_order_bytes: u64,
     /// Right edge of the advertised window; never moves left.
     right_edge: u64,
     /// Most bytes ever held (connection buffer plus subflow out-of-order data).
@@ -45,6 +49,7 @@ pub struct MptcpReceiver {
     /// Connection-level counters (delivered and read bytes).
     stats: TransportCounters,
     scratch: Outbox,
+    boxes: super::OptionBoxes,
 }
 
 impl MptcpReceiver {
@@ -60,6 +65,7 @@ impl MptcpReceiver {
                 RxSubflow {
                     tcp,
                     pending: BTreeMap::new(),
+                    pending_bytes: 0,
                 }
             })
             .collect();
@@ -72,11 +78,13 @@ impl MptcpReceiver {
             read: 0,
             reader_waiting: false,
             out_of_order: RangeSet::default(),
+            out_of_order_bytes: 0,
             right_edge: cfg.rcvbuf,
             max_held: 0,
             duplicate_bytes: 0,
             stats: TransportCounters::default(),
             scratch: Vec::new(),
+            boxes: Default::default(),
         }
     }
 
@@ -97,13 +105,7 @@ impl MptcpReceiver {
     }
 
     fn out_of_order_bytes(&self) -> u64 {
-        let meta: u64 = self.out_of_order.ranges().iter().map(|(s, e)| e - s).sum();
-        meta + self
-            .subflows
-            .iter()
-            .flat_map(|s| s.pending.values())
-            .map(|&(_, len)| len)
-            .sum::<u64>()
+        self.out_of_order_bytes + self.subflows.iter().map(|s| s.pending_bytes).sum::<u64>()
     }
 
     /// Data bytes [dsn, dsn + len) reached the connection in subflow order.
@@ -122,6 +124,7 @@ impl MptcpReceiver {
                 }
                 self.data_ack = self.data_ack.max(e);
                 self.out_of_order.prune_below(self.data_ack);
+                self.out_of_order_bytes -= e - s;
             }
             self.stats.delivered_bytes += self.data_ack - old;
             if self.reader_waiting {
@@ -129,7 +132,7 @@ impl MptcpReceiver {
                 self.read = self.data_ack;
             }
         } else {
-            self.out_of_order.add(dsn, end);
+            self.out_of_order_bytes += self.out_of_order.add(dsn, end);
         }
     }
 
@@ -142,6 +145,15 @@ impl MptcpReceiver {
         } else {
             self.right_edge
         }
+    }
+
+    /// Whether the window could now be announced at least twice as wide as
+    /// the last ACK left it, by at least the SWS step (TCP's rule for a
+    /// window update after a read, Linux's __tcp_cleanup_rbuf).
+    fn window_opened(&self) -> bool {
+        let was = self.right_edge.saturating_sub(self.data_ack);
+        let could = self.window_edge() - self.data_ack;
+        could >= was + (self.rcvbuf / 2).min(self.mss) && could >= 2 * was
     }
 
     /// Move subflow `i`'s ACKs into `out` with DATA_ACK and the connection's window.
@@ -165,12 +177,12 @@ impl MptcpReceiver {
                 seg.wnd = wnd;
             }
             tx.size += DSS_ACK_BYTES;
-            tx.ext = Some(Box::new(Ext::Mptcp(opts.clone())));
+            tx.ext = Some(self.boxes.wrap(opts.clone()));
             out.push(tx);
         }
     }
 
-    fn answer_join(&self, i: usize, packet: u8, out: &mut Outbox) {
+    fn answer_join(&mut self, i: usize, packet: u8, out: &mut Outbox) {
         let (flags, opts) = if packet == 1 {
             (
                 tcp_flags::SYN | tcp_flags::ACK,
@@ -196,7 +208,7 @@ impl MptcpReceiver {
             body: Body::Tcp(seg),
             size,
             ect: false,
-            ext: opts.map(|o| Box::new(Ext::Mptcp(o))),
+            ext: opts.map(|o| self.boxes.wrap(o)),
         });
     }
 }
@@ -210,10 +222,13 @@ impl StreamReceiver for MptcpReceiver {
         if i >= self.subflows.len() {
             return;
         }
-        let opts = match rx.ext.as_deref() {
-            Some(Ext::Mptcp(o)) => Some(o),
+        let ext = rx.ext;
+        let opts = match ext.as_deref() {
+            Some(Ext::Mptcp(o)) => Some(o.clone()),
             _ => None,
         };
+        self.boxes.keep(ext);
+        let opts = opts.as_ref();
         if let Some(MptcpHandshake::Join { packet }) = opts.and_then(|o| o.handshake) {
             if packet == 1 || packet == 3 {
                 self.answer_join(i, packet, out);
@@ -223,17 +238,33 @@ impl StreamReceiver for MptcpReceiver {
         let mapping = opts.and_then(|o| o.dss).and_then(|d| d.mapping);
         let sub = &mut self.subflows[i];
         let before = sub.tcp.rcv_nxt();
-        if let Some(m) = mapping.filter(|_| seg.len > 0 && seg.seq >= before) {
-            sub.pending.insert(m.ssn, (m.dsn, m.len as u64));
+        let mapping = mapping.filter(|_| seg.len > 0 && seg.seq >= before);
+        // The common case, in order with nothing waiting, skips the map.
+        let direct = mapping.filter(|_| seg.seq == before && sub.pending.is_empty());
+        if let Some(m) = mapping.filter(|_| direct.is_none()) {
+            let old = sub.pending.insert(m.ssn, (m.dsn, m.len as u64));
+            sub.pending_bytes += m.len as u64 - old.map_or(0, |(_, len)| len);
         }
         sub.tcp
             .on_segment(now, seg, rx.packet.size, rx.packet.ecn == ecn::CE, &mut self.scratch);
         let after = sub.tcp.rcv_nxt();
         if after > before {
-            let rest = sub.pending.split_off(&after);
-            let ready = std::mem::replace(&mut sub.pending, rest);
-            for (dsn, len) in ready.into_values() {
-                self.deliver(dsn, len);
+            if let Some(m) = direct {
+                self.deliver(m.dsn, m.len as u64);
+            } else if !sub.pending.is_empty() {
+                let rest = sub.pending.split_off(&after);
+                let ready = std::mem::replace(&mut sub.pending, rest);
+                for (dsn, len) in ready.into_values() {
+                    self.subflows[i].pending_bytes -= len;
+                    self.deliver(dsn, len);
+                }
+            }
+            // The application read what arrived: if that opened the
+            // connection's window enough, say so now rather than when the
+            // subflow's delayed ACK fires (Linux: mptcp_cleanup_rbuf, by
+            // TCP's rule: the window at least doubles).
+            if self.scratch.is_empty() && self.reader_waiting && self.window_opened() {
+                self.subflows[i].tcp.send_window_update(&mut self.scratch);
             }
         }
         self.max_held = self.max_held.max(self.held());
@@ -263,10 +294,8 @@ impl StreamReceiver for MptcpReceiver {
         }
         self.read += n;
         self.stats.read_bytes += n;
-        // A reopened window is announced on the initial subflow, by TCP's rule.
-        let was = self.right_edge - self.data_ack;
-        let could = self.window_edge() - self.data_ack;
-        if could >= was + (self.rcvbuf / 2).min(self.mss) && could >= 2 * was {
+        // A reopened window is announced on the initial subflow.
+        if self.window_opened() {
             self.subflows[0].tcp.send_window_update(&mut self.scratch);
             self.flush_subflow(0, out);
         }

@@ -71,7 +71,10 @@ pub struct MptcpSender {
     burst_left: u64,
     completed_at: Option<Time>,
     scratch: Outbox,
+    boxes: super::OptionBoxes,
     views: Vec<SubflowView>,
+    /// The scheduler's view of the subflows (kept to reuse its allocation).
+    cands: Vec<Candidate>,
 }
 
 impl MptcpSender {
@@ -115,7 +118,9 @@ impl MptcpSender {
             burst_left: 0,
             completed_at: None,
             scratch: Vec::new(),
+            boxes: Default::default(),
             views: Vec::new(),
+            cands: Vec::new(),
         }
     }
 
@@ -149,24 +154,32 @@ impl MptcpSender {
         (len == self.mss || (self.closed && self.data_nxt + len == end)).then_some(len)
     }
 
-    fn candidates(&self) -> Vec<Candidate> {
-        self.subflows
-            .iter()
-            .map(|s| {
-                let t = &s.tcp;
-                Candidate {
-                    usable: s.join == Join::Active && !t.timed_out(),
-                    backup: s.backup,
-                    cwnd: t.cwnd(),
-                    ssthresh: t.ssthresh(),
-                    srtt: t.srtt(),
-                    queued: t.flight_size() + t.unsent(),
-                    unsent: t.unsent(),
-                    room: t.send_room(),
-                    mss: self.mss,
-                }
-            })
-            .collect()
+    fn candidate(&self, i: usize) -> Candidate {
+        // (the default scheduler looks at queues, not at room in the cwnd)
+        let room = if self.scheduler == Scheduler::Default {
+            0
+        } else {
+            self.subflows[i].tcp.send_room()
+        };
+        Candidate {
+            room,
+            ..self.candidate_without_room(i)
+        }
+    }
+
+    fn candidate_without_room(&self, i: usize) -> Candidate {
+        let (s, t) = (&self.subflows[i], &self.subflows[i].tcp);
+        Candidate {
+            usable: s.join == Join::Active && !t.timed_out(),
+            backup: s.backup,
+            cwnd: t.cwnd(),
+            ssthresh: t.ssthresh(),
+            srtt: t.srtt(),
+            queued: t.flight_size() + t.unsent(),
+            unsent: t.unsent(),
+            room: 0,
+            mss: self.mss,
+        }
     }
 
     /// Hand chunks to subflows while the scheduler finds one with room.
@@ -174,6 +187,11 @@ impl MptcpSender {
         if !self.started {
             return;
         }
+        // Computed once: a subflow's room costs a walk of its scoreboard in
+        // SACK recovery; after each write only the chosen one changes, and
+        // its room by exactly the bytes written (sent or queued).
+        let mut cands = std::mem::take(&mut self.cands);
+        cands.clear();
         loop {
             self.reinject.retain(|&(dsn, len, _)| dsn + len > self.data_una);
             let (dsn, len, had) = if let Some(&r) = self.reinject.front() {
@@ -183,7 +201,9 @@ impl MptcpSender {
             } else {
                 break;
             };
-            let cands = self.candidates();
+            if cands.is_empty() {
+                cands.extend((0..self.subflows.len()).map(|k| self.candidate(k)));
+            }
             // The default scheduler keeps filling the subflow of the current burst.
             let continuing = self.scheduler == Scheduler::Default
                 && self.burst_left > 0
@@ -209,6 +229,11 @@ impl MptcpSender {
             let taken = sub.tcp.write(now, len, &mut self.scratch);
             debug_assert_eq!(taken, len, "a subflow's own buffer never limits");
             self.flush_subflow(i, out);
+            let room = cands[i].room.saturating_sub(len);
+            cands[i] = Candidate {
+                room,
+                ..self.candidate_without_room(i)
+            };
             if had.is_some() {
                 self.reinject.pop_front();
                 self.reinjected_bytes += len;
@@ -216,6 +241,7 @@ impl MptcpSender {
                 self.data_nxt += len;
             }
         }
+        self.cands = cands;
     }
 
     /// Move what subflow `i` produced into `out`, with its path and options.
@@ -231,11 +257,16 @@ impl MptcpSender {
             };
             if let Body::Tcp(seg) = &tx.body {
                 if seg.len > 0 {
-                    let k = maps.partition_point(|m| m.ssn < seg.seq);
-                    let m = maps
-                        .get(k)
-                        .filter(|m| m.ssn == seg.seq)
-                        .expect("every segment is one mapped chunk");
+                    // new data is the chunk just written; a retransmission is searched for
+                    let m = match maps.back() {
+                        Some(m) if m.ssn == seg.seq => m,
+                        _ => {
+                            let k = maps.partition_point(|m| m.ssn < seg.seq);
+                            maps.get(k)
+                                .filter(|m| m.ssn == seg.seq)
+                                .expect("every segment is one mapped chunk")
+                        }
+                    };
                     debug_assert_eq!(m.len, seg.len as u64);
                     dss.mapping = Some(DssMapping {
                         dsn: m.dsn,
@@ -249,7 +280,7 @@ impl MptcpSender {
                 dss: Some(dss),
             };
             tx.size = tx.size.max(header) + opts.wire_bytes();
-            tx.ext = Some(Box::new(Ext::Mptcp(opts)));
+            tx.ext = Some(self.boxes.wrap(opts));
             out.push(tx);
         }
     }
@@ -276,7 +307,7 @@ impl MptcpSender {
             body: Body::Tcp(seg),
             size,
             ect: false,
-            ext: Some(Box::new(Ext::Mptcp(opts))),
+            ext: Some(self.boxes.wrap(opts)),
         });
         self.subflows[i].join = Join::Sent {
             packet,
@@ -401,10 +432,13 @@ impl StreamSender for MptcpSender {
         if i >= self.subflows.len() {
             return;
         }
-        let opts = match rx.ext.as_deref() {
-            Some(Ext::Mptcp(o)) => Some(o),
+        let ext = rx.ext;
+        let opts = match ext.as_deref() {
+            Some(Ext::Mptcp(o)) => Some(o.clone()),
             _ => None,
         };
+        self.boxes.keep(ext);
+        let opts = opts.as_ref();
         if self.subflows[i].join != Join::Active {
             self.on_join_packet(now, i, seg, opts, out);
         } else if seg.flags & tcp_flags::ACK != 0 {

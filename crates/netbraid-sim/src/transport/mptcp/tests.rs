@@ -465,3 +465,27 @@ fn coupled_totals_reach_the_best_single_path() {
         assert!(total >= 0.9 * best, "{cc}: {total} < 0.9 × {best}");
     }
 }
+
+#[test]
+fn a_window_limited_connection_is_not_held_by_delayed_acks() {
+    // 1 Gb/s paths, one with a 4 ms round trip, one with 0.1 ms, and a
+    // 250 KB connection window: at least one window per slowest round trip
+    // gets through (≥ 0.8 × 250 KB / 4 ms ≈ 410 Mb/s). A receiver that
+    // announced the reopened window only with its next delayed ACK would
+    // stall up to 200 ms per window.
+    let mut tcp = tcp_cfg("cubic");
+    tcp.rcvbuf = 250_000;
+    tcp.sndbuf = 250_000;
+    let paths = [
+        (1000 * MBPS, 2 * MILLISECOND, LossSpec::None),
+        (1000 * MBPS, 50_000, LossSpec::None),
+    ];
+    let r = run(&two_links(
+        paths,
+        vec![mptcp_flow(tcp, Scheduler::Default, None)],
+        2 * SECOND,
+        SECOND / 2,
+    ));
+    let bound = 0.8 * 250_000.0 * 8.0 / 0.0041;
+    assert!(r.flows[0].goodput_bps > bound, "{} < {bound}", r.flows[0].goodput_bps);
+}

@@ -40,7 +40,7 @@ impl RangeSet {
     }
 
     /// Bytes of [start, end) already SACKed.
-    fn overlap(&self, start: u64, end: u64) -> u64 {
+    pub fn overlap(&self, start: u64, end: u64) -> u64 {
         self.ranges
             .iter()
             .map(|&(s, e)| e.min(end).saturating_sub(s.max(start)))

@@ -692,10 +692,39 @@ impl TcpSender {
     }
 
     /// RFC 6675 SetPipe: bytes believed to be in the network.
+    ///
+    /// Computed from the scoreboard's ranges, not segment by segment: IsLost
+    /// holds for an unSACKed byte exactly when enough SACKed ranges lie above
+    /// it, so the lost bytes are the unSACKed ones below the start of the
+    /// range where, counting from the top, the ranges first make DupThresh
+    /// blocks or more than (DupThresh − 1)·MSS bytes. Then pipe = unSACKed
+    /// bytes at or above that point + unSACKed bytes below HighRxt (sent
+    /// again). Segments and SACK blocks share boundaries, so this is the
+    /// per-segment sum (checked against it in debug builds).
     fn pipe(&self) -> u64 {
         if self.sacked.is_empty() && self.high_rxt <= self.snd_una {
             return self.snd_max - self.snd_una;
         }
+        let dupthresh = self.cfg.dupthresh as usize;
+        let ranges = self.sacked.ranges();
+        let mut lost_below = self.snd_una;
+        let mut bytes = 0;
+        for (k, &(s, e)) in ranges.iter().enumerate().rev() {
+            bytes += e - s;
+            if ranges.len() - k >= dupthresh || bytes > (dupthresh as u64 - 1) * self.mss {
+                lost_below = s.max(self.snd_una);
+                break;
+            }
+        }
+        let unsacked = |a: u64, b: u64| if b <= a { 0 } else { (b - a) - self.sacked.overlap(a, b) };
+        let pipe = unsacked(lost_below, self.snd_max) + unsacked(self.snd_una, self.high_rxt.min(self.snd_max));
+        debug_assert_eq!(pipe, self.pipe_by_segment());
+        pipe
+    }
+
+    /// SetPipe as RFC 6675 words it, segment by segment (the reference
+    /// `pipe` is checked against).
+    fn pipe_by_segment(&self) -> u64 {
         let mut pipe = 0;
         for &Sent { seq, len } in self.sent.as_slice() {
             if !self.sacked.is_sacked(seq) {

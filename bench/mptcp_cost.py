@@ -1,0 +1,66 @@
+"""What an MPTCP connection costs the simulator per packet-hop, beside two
+TCP flows carrying the same traffic (issue 12: within ± 20 %).
+
+Two disjoint paths of RATE each (client ⇉ server, 1 ms one-way, 1000-packet
+queues), 20 s simulated: case `mptcp` is one connection with a subflow on
+each path (default scheduler, uncoupled CUBIC); case `tcp` is one CUBIC flow
+on each path. Both keep both paths full, so they move about the same packets.
+Runs alternate in one process (`--reps` each); wall time is the simulator's
+own (`wall_s`: the Rust run, no Python), packet-hops are packets sent on
+every link direction, data and ACKs. Medians are printed and, with --out,
+written as JSON.
+
+    python bench/mptcp_cost.py --rate 1Gbps --reps 5 --out bench/results/mptcp_cost.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import netbraid as nb
+
+
+def scenario(case: str, rate: str, duration: str) -> nb.Scenario:
+    s = nb.Scenario(name=f"mptcp-cost-{case}", duration=duration)
+    s.add_host("client").add_host("server")
+    for _ in range(2):
+        s.add_link("client", "server", rate=rate, delay="1ms", queue="1000p")
+    if case == "mptcp":
+        s.add_flow("m", "client", "server", kind="mptcp", cc="cubic")
+    else:
+        for k in range(2):
+            s.add_flow(f"t{k}", "client", "server", kind="tcp", cc="cubic", from_iface=k, to_iface=k)
+    return s
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rate", default="1Gbps")
+    ap.add_argument("--duration", default="20s")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    runs: dict[str, list[dict]] = {"tcp": [], "mptcp": []}
+    for rep in range(a.reps):
+        for case in ("tcp", "mptcp"):
+            r = nb.simulate(scenario(case, a.rate, a.duration))
+            goodput = sum(f["goodput_bps"] for f in r["flows"])
+            runs[case].append({"wall_s": r["wall_s"], "packet_hops": r["packet_hops"], "events": r["events"],
+                               "goodput_bps": goodput, "ns_per_hop": r["wall_s"] * 1e9 / r["packet_hops"]})
+            print(f"rep {rep} {case:>5}: {r['wall_s']:.3f} s, {r['packet_hops']:,} packet-hops, "
+                  f"{r['wall_s'] * 1e9 / r['packet_hops']:.1f} ns/hop, goodput {goodput / 1e6:.0f} Mb/s", flush=True)
+    med = {c: {k: statistics.median(x[k] for x in v) for k in v[0]} for c, v in runs.items()}
+    ratio = med["mptcp"]["ns_per_hop"] / med["tcp"]["ns_per_hop"]
+    print(f"median ns per packet-hop: tcp {med['tcp']['ns_per_hop']:.1f}, mptcp {med['mptcp']['ns_per_hop']:.1f}; "
+          f"mptcp / tcp = {ratio:.2f}")
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump({"date": time.strftime("%Y-%m-%d"), "rate": a.rate, "duration": a.duration, "runs": runs,
+                       "median": med, "mptcp_over_tcp_per_hop": ratio}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
