@@ -308,31 +308,89 @@ def _interval(c: dict[str, float]) -> str:
 
 @app.command()
 def paper(
-    number: str = typer.Argument(..., help="Which paper: 003."),
-    reps: int = typer.Option(20, help="Replications per configuration (the paper ran 20)."),
-    quick: bool = typer.Option(False, help="3 replications of 30 s instead: a check that runs in a minute."),
+    number: str = typer.Argument(..., help="Which paper: 001 or 003."),
+    reps: Optional[int] = typer.Option(None, help="Replications per configuration (default: 003 20, as the paper; 001 5)."),
+    quick: bool = typer.Option(False, help="A check that runs in a minute or two: fewer replications and shorter runs (001: fewer points)."),
+    backend: str = typer.Option("sim", help="sim, emu or both (001; 003 is a simulation study: sim)."),
     out: Optional[Path] = typer.Option(None, help="Results directory (default results/paper-NNN)."),
     seed: int = typer.Option(1, help="Base seed (replication r uses SEED + r)."),
     workers: Optional[int] = typer.Option(None, help="Parallel runs (default: every core)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
-    tcp: list[str] = typer.Option([], "--tcp", help="Override a TCP setting: KEY=VALUE, e.g. rto_min=200ms (ns-2.35's minrto_; repeatable)."),
+    tcp: list[str] = typer.Option([], "--tcp", help="003: override a TCP setting: KEY=VALUE, e.g. rto_min=200ms (ns-2.35's minrto_; repeatable)."),
 ) -> None:
     """Reproduce a seed paper's tables and print them beside the paper's numbers."""
-    import csv
-    import time
-
     from .papers import PAPERS
 
-    module = PAPERS.get(number.zfill(3))
+    number = number.zfill(3)
+    module = PAPERS.get(number)
     if module is None:
         fail(ScenarioError(f"paper: {number!r} is not available (allowed: {', '.join(PAPERS)})"))
         return
-    if reps < 2:
+    if reps is not None and reps < 2:
         fail(ScenarioError("--reps: at least 2 (intervals need two replications)"))
+    if backend not in ("sim", "emu", "both"):
+        fail(ScenarioError(f"--backend: {backend!r} is not allowed (sim, emu, both)"))
+    out = out or Path("results") / f"paper-{number}{'-quick' if quick else ''}"
+    if number == "001":
+        if tcp:
+            fail(ScenarioError("--tcp: paper 001 uses Linux's TCP settings (docs/papers/001.md); --tcp applies to 003"))
+        _paper_001(module, reps=reps, quick=quick, backend=backend, out=out, seed=seed, workers=workers, quiet=quiet)
+    else:
+        if backend != "sim":
+            fail(ScenarioError(f"--backend {backend}: paper {number} is a simulation study (ns-2); allowed: sim"))
+        _paper_tables(module, number, reps=reps or 20, quick=quick, out=out, seed=seed, workers=workers, quiet=quiet, tcp=tcp)
+
+
+def _paper_001(module, *, reps, quick, backend, out, seed, workers, quiet) -> None:
+    import time
+
+    prepare_out(out)
+    started = time.perf_counter()
+    try:
+        results = module.run(quick=quick, reps=reps, seed=seed, workers=workers, out=out, progress=not quiet,
+                             backend=backend)
+        series = module.time_series(seed=seed)
+    except (ScenarioError, ExperimentError) as e:
+        fail(e)
+        return
+    wall = time.perf_counter() - started
+    out_console.print(f"[bold]paper 001[/]: {escape(module.TITLE)}")
+    out_console.print(f"sim · {results['reps']} replications × {results['duration_s']:g} s per point "
+                      f"(measured from 1 s) · goodput in Mb/s, mean ± half-width of the 95 % interval · {wall:.1f} s wall")
+    md = ["# paper 001: netbraid (sim)", "",
+          f"{results['reps']} replications × {results['duration_s']:g} s per point, seeds {seed}…, {wall:.1f} s wall.", ""]
+    for title, header, rows in module.tables(results):
+        t = Table(title=title)
+        for k, h in enumerate(header):
+            t.add_column(h, justify="left" if k == 0 else "right")
+        md += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for row in rows:
+            t.add_row(*row)
+            md.append("| " + " | ".join(row) + " |")
+        md.append("")
+        out_console.print(t)
+    t = Table(title="The paper's findings and what the simulation shows")
+    t.add_column("figure")
+    t.add_column("paper")
+    t.add_column("netbraid (sim)")
+    md += ["## The paper's findings", "", "| figure | paper | netbraid (sim) |", "|---|---|---|"]
+    for fig, text, shown in module.findings(results):
+        t.add_row(fig, text, shown)
+        md.append(f"| {fig} | {text} | {shown} |")
+    out_console.print(t)
+    (out / "tables.md").write_text("\n".join(md) + "\n")
+    (out / "results.json").write_text(json.dumps({"results": results, "time_series": series}, default=str))
+    module.plots(results, series, out)
+    out_console.print(f"tables.md, results.json and figures (delay, loss, fig4, fig7, fig8) in {out}/")
+
+
+def _paper_tables(module, number, *, reps, quick, out, seed, workers, quiet, tcp) -> None:
+    import csv
+    import time
+
     if quick:
         reps = min(reps, 3)
     measure_s = 30.0 if quick else 180.0
-    out = out or Path("results") / f"paper-{number.zfill(3)}{'-quick' if quick else ''}"
     from .overrides import parse_value, split_assignment
     from .schema import TCP_FIELDS
 
@@ -357,10 +415,10 @@ def paper(
         return
     wall = time.perf_counter() - started
     rows = module.comparison_rows(results)
-    out_console.print(f"[bold]paper {number.zfill(3)}[/]: {escape(module.TITLE)}")
+    out_console.print(f"[bold]paper {number}[/]: {escape(module.TITLE)}")
     out_console.print(f"{reps} replications × {measure_s:g} s measured per configuration · {wall:.1f} s wall"
                       + (f" · TCP overrides: {escape(str(overrides))}" if overrides else ""))
-    md = [f"# paper {number.zfill(3)}: netbraid beside the paper", "",
+    md = [f"# paper {number}: netbraid beside the paper", "",
           f"{reps} replications × {measure_s:g} s per configuration, seeds {seed}…{seed + reps - 1}, {wall:.1f} s wall.", ""]
     for table_no, title, configs, metrics in module.TABLES:
         t = Table(title=f"Table {table_no} — {title}")

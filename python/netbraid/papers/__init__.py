@@ -1,5 +1,5 @@
 """Reproductions of the seed papers: `netbraid paper NNN`."""
 
-from . import p003
+from . import p001, p003
 
-PAPERS = {"003": p003}
+PAPERS = {"001": p001, "003": p003}

@@ -1,0 +1,62 @@
+"""Paper 001 (MPTCP with delay or loss on the main path): the command's
+contract and its model. Expectations come from capacity (1 Gb/s paths,
+1448-byte payloads in 1500-byte packets), from window/RTT, and from the
+topology (impairment on Path0 does not touch Path1), not from earlier runs."""
+
+import subprocess
+
+import pytest
+
+from netbraid import simulate
+from netbraid.errors import ScenarioError
+from netbraid.papers import p001
+
+PAYLOAD = 1448 / 1500
+
+
+def test_quick_run_prints_both_sweeps_with_intervals(tmp_path):
+    r = subprocess.run(["netbraid", "paper", "001", "--quick", "--backend", "sim", "--out", str(tmp_path), "-q"],
+                       capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr
+    for title in ("TCP on Path0: goodput (Mb/s) against delay", "MPTCP (Path0 + Path1): goodput (Mb/s) against delay",
+                  "TCP on Path0: goodput (Mb/s) against loss", "MPTCP (Path0 + Path1): goodput (Mb/s) against loss"):
+        assert title in " ".join(r.stdout.split()), title
+    assert "±" in r.stdout
+    for name in ("tables.md", "results.json", "delay.png", "loss.png", "fig4.png", "fig7.png", "fig8.png"):
+        assert (tmp_path / name).exists(), name
+
+
+def test_clean_paths_carry_one_and_two_links_worth():
+    tcp = simulate(p001.scenario("tcp", 400, duration_s=3))["flows"][0]["goodput_bps"]
+    mptcp = simulate(p001.scenario("mptcp", 400, duration_s=3))["flows"][0]["goodput_bps"]
+    # (a segment more or less at the window's edges: 1e-4)
+    assert 0.95 * 1e9 * PAYLOAD < tcp <= 1e9 * PAYLOAD * 1.0001
+    # MPTCP's data segments carry a 28-byte DSS option too
+    assert 0.95 * 2e9 * 1448 / 1528 < mptcp <= 2e9 * 1448 / 1528 * 1.0001
+
+
+def test_a_delayed_tcp_is_window_limited():
+    # 100 KiB over a 10 ms (+0.1 ms) round trip: at most window / RTT
+    g = simulate(p001.scenario("tcp", 100, delay_ms=10, duration_s=3))["flows"][0]["goodput_bps"]
+    bound = 100 * 1024 * 8 / 0.0101
+    assert 0.9 * bound < g <= bound * 1.001
+
+
+def test_loss_on_path0_leaves_path1_alone():
+    r = simulate(p001.scenario("mptcp", 250, loss=0.5, duration_s=3))
+    f = r["flows"][0]
+    lossy, clean = f["subflows"]
+    assert lossy["loss_rate"] > 0.3
+    assert clean["loss_rate"] == 0
+    assert clean["goodput_bps"] > 10 * lossy["goodput_bps"]
+
+
+def test_bad_options_are_refused():
+    r = subprocess.run(["netbraid", "paper", "001", "--reps", "1"], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "--reps" in r.stderr
+    r = subprocess.run(["netbraid", "paper", "001", "--backend", "cloud"], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "--backend" in r.stderr and "sim, emu, both" in r.stderr
+    r = subprocess.run(["netbraid", "paper", "003", "--backend", "emu"], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "simulation study" in r.stderr
+    with pytest.raises(ScenarioError, match="kind"):
+        p001.scenario("sctp")
