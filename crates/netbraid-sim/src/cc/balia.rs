@@ -3,7 +3,8 @@
 //! x_k = w_k/rtt_k and α_r = max_k x_k / x_r, per ACK on subflow r in
 //! congestion avoidance, in segments:
 //! Δw_r = (x_r/rtt_r)/(Σ_k x_k)² · (1+α_r)/2 · (4+α_r)/5, and on loss
-//! w_r −= (w_r/2)·min(α_r, 1.5): a slower subflow backs off less, balancing
+//! w_r −= (w_r/2)·min(α_r, 1.5): a subflow slower than the best backs off
+//! more (up to 3/4 of its window), the fastest halves, balancing
 //! friendliness and responsiveness. On one subflow α = 1: Reno. The loss
 //! decrease uses α from the latest ACK (at most one ACK old).
 
@@ -92,7 +93,7 @@ mod tests {
     }
 
     #[test]
-    fn the_slower_subflow_backs_off_less() {
+    fn the_slower_subflow_backs_off_more() {
         // x_me = 20/0.1 = 200, x_other = 20/0.01 = 2000: α = 10, so the
         // decrease is w/2 · min(α, 1.5) = 0.75·w: from 40 segments to 10.
         let mut b = Balia::new(cfg());

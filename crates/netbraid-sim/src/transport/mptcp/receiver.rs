@@ -23,6 +23,9 @@ struct RxSubflow {
     pending: BTreeMap<u64, (u64, u64)>,
     /// Data bytes in `pending`.
     pending_bytes: u64,
+    /// Data bytes this subflow brought to the connection first (its goodput:
+    /// a byte that arrives on two subflows counts once).
+    credited: u64,
 }
 
 pub struct MptcpReceiver {
@@ -40,6 +43,8 @@ pub struct MptcpReceiver {
     out_of_order: RangeSet,
     /// Bytes in `out_of_order`.
     out_of_order_bytes: u64,
+    /// No pending subflow mapping starts below this (u64::MAX: none).
+    min_pending_dsn: u64,
     /// Right edge of the advertised window; never moves left.
     right_edge: u64,
     /// Most bytes ever held (connection buffer plus subflow out-of-order data).
@@ -66,6 +71,7 @@ impl MptcpReceiver {
                     tcp,
                     pending: BTreeMap::new(),
                     pending_bytes: 0,
+                    credited: 0,
                 }
             })
             .collect();
@@ -79,6 +85,7 @@ impl MptcpReceiver {
             reader_waiting: false,
             out_of_order: RangeSet::default(),
             out_of_order_bytes: 0,
+            min_pending_dsn: u64::MAX,
             right_edge: cfg.rcvbuf,
             max_held: 0,
             duplicate_bytes: 0,
@@ -108,8 +115,8 @@ impl MptcpReceiver {
         self.out_of_order_bytes + self.subflows.iter().map(|s| s.pending_bytes).sum::<u64>()
     }
 
-    /// Data bytes [dsn, dsn + len) reached the connection in subflow order.
-    fn deliver(&mut self, dsn: u64, len: u64) {
+    /// Data bytes [dsn, dsn + len) reached the connection in subflow `i`'s order.
+    fn deliver(&mut self, i: usize, dsn: u64, len: u64) {
         let end = dsn + len;
         if end <= self.data_ack || self.out_of_order.is_sacked(dsn) {
             self.duplicate_bytes += len;
@@ -117,6 +124,7 @@ impl MptcpReceiver {
         }
         if dsn <= self.data_ack {
             let old = self.data_ack;
+            self.subflows[i].credited += end - old;
             self.data_ack = end;
             while let Some(&(s, e)) = self.out_of_order.ranges().first() {
                 if s > self.data_ack {
@@ -132,8 +140,32 @@ impl MptcpReceiver {
                 self.read = self.data_ack;
             }
         } else {
-            self.out_of_order_bytes += self.out_of_order.add(dsn, end);
+            let new = self.out_of_order.add(dsn, end);
+            self.out_of_order_bytes += new;
+            self.subflows[i].credited += new;
         }
+    }
+
+    /// Forget subflow mappings whose data the connection already has (a copy
+    /// came on another subflow): they would only be dropped as duplicates
+    /// when their subflow's hole fills — if it ever does (a dead path).
+    fn purge_pending(&mut self) {
+        let (ack, ooo) = (self.data_ack, &self.out_of_order);
+        let mut lowest = u64::MAX;
+        for s in &mut self.subflows {
+            let mut freed = 0;
+            s.pending.retain(|_, &mut (dsn, len)| {
+                let keep = dsn + len > ack && !ooo.is_sacked(dsn);
+                if keep {
+                    lowest = lowest.min(dsn);
+                } else {
+                    freed += len;
+                }
+                keep
+            });
+            s.pending_bytes -= freed;
+        }
+        self.min_pending_dsn = lowest;
     }
 
     /// Receiver SWS avoidance, as TCP's: the edge moves in steps of at least
@@ -241,23 +273,31 @@ impl StreamReceiver for MptcpReceiver {
         let mapping = mapping.filter(|_| seg.len > 0 && seg.seq >= before);
         // The common case, in order with nothing waiting, skips the map.
         let direct = mapping.filter(|_| seg.seq == before && sub.pending.is_empty());
-        if let Some(m) = mapping.filter(|_| direct.is_none()) {
+        let held_back = mapping.filter(|_| direct.is_none());
+        if let Some(m) = held_back {
             let old = sub.pending.insert(m.ssn, (m.dsn, m.len as u64));
             sub.pending_bytes += m.len as u64 - old.map_or(0, |(_, len)| len);
         }
         sub.tcp
             .on_segment(now, seg, rx.packet.size, rx.packet.ecn == ecn::CE, &mut self.scratch);
         let after = sub.tcp.rcv_nxt();
+        if let Some(m) = held_back {
+            self.min_pending_dsn = self.min_pending_dsn.min(m.dsn);
+        }
+        let sub = &mut self.subflows[i];
         if after > before {
             if let Some(m) = direct {
-                self.deliver(m.dsn, m.len as u64);
+                self.deliver(i, m.dsn, m.len as u64);
             } else if !sub.pending.is_empty() {
                 let rest = sub.pending.split_off(&after);
                 let ready = std::mem::replace(&mut sub.pending, rest);
                 for (dsn, len) in ready.into_values() {
                     self.subflows[i].pending_bytes -= len;
-                    self.deliver(dsn, len);
+                    self.deliver(i, dsn, len);
                 }
+            }
+            if self.data_ack > self.min_pending_dsn {
+                self.purge_pending();
             }
             // The application read what arrived: if that opened the
             // connection's window enough, say so now rather than when the
@@ -306,7 +346,11 @@ impl StreamReceiver for MptcpReceiver {
     }
     fn snapshot(&mut self, _now: Time, scope: Scope) -> Snapshot {
         let counters = match scope {
-            Scope::Path(i) => *self.subflows[i].tcp.stats(),
+            Scope::Path(i) => {
+                let mut c = *self.subflows[i].tcp.stats();
+                c.read_bytes = self.subflows[i].credited;
+                c
+            }
             Scope::All => {
                 let mut c = self
                     .subflows

@@ -24,13 +24,30 @@ struct Map {
     len: u64,
 }
 
+/// A chunk to send again on another subflow: data [dsn, dsn + len), which
+/// subflow `had` carried as its bytes from `ssn`.
+#[derive(Clone, Copy, Debug)]
+struct Reinjection {
+    dsn: u64,
+    len: u64,
+    had: usize,
+    ssn: u64,
+}
+
 /// Where an extra subflow is in its MP_JOIN handshake (RFC 8684 §3.2).
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Join {
     /// Waits for the connection to be established.
     Waiting,
-    /// SYN (packet 1) or third ACK (packet 3) sent; re-sent at `deadline`.
-    Sent { packet: u8, deadline: Time, rto: Time },
+    /// SYN (packet 1) or third ACK (packet 3) sent at `sent_at`; re-sent at
+    /// `deadline`; `resent` once it was (no RTT sample then: Karn).
+    Sent {
+        packet: u8,
+        deadline: Time,
+        rto: Time,
+        sent_at: Time,
+        resent: bool,
+    },
     /// The fourth ACK arrived: the subflow may carry data.
     Active,
 }
@@ -62,9 +79,7 @@ pub struct MptcpSender {
     /// The connection is established (first ACK on the initial subflow).
     established: bool,
     /// Chunks to send again on another subflow: (dsn, len, subflow that had it).
-    reinject: VecDeque<(u64, u64, usize)>,
-    /// Data bytes already queued for reinjection (each is reinjected once).
-    reinjected: RangeSet,
+    reinject: VecDeque<Reinjection>,
     reinjected_bytes: u64,
     /// Scheduler state: the last subflow picked and what is left of its burst.
     last_pick: usize,
@@ -112,7 +127,6 @@ impl MptcpSender {
             started: false,
             established: false,
             reinject: VecDeque::new(),
-            reinjected: RangeSet::default(),
             reinjected_bytes: 0,
             last_pick: 0,
             burst_left: 0,
@@ -193,30 +207,16 @@ impl MptcpSender {
         let mut cands = std::mem::take(&mut self.cands);
         cands.clear();
         loop {
-            self.reinject.retain(|&(dsn, len, _)| dsn + len > self.data_una);
-            let (dsn, len, had) = if let Some(&r) = self.reinject.front() {
-                (r.0, r.1, Some(r.2))
-            } else if let Some(len) = self.new_chunk_len() {
-                (self.data_nxt, len, None)
-            } else {
-                break;
-            };
-            if cands.is_empty() {
+            // A queued reinjection is dropped once DATA_ACK covers it or the
+            // subflow that had it delivered it after all.
+            let (data_una, subflows) = (self.data_una, &self.subflows);
+            self.reinject
+                .retain(|r| r.dsn + r.len > data_una && subflows[r.had].tcp.snd_una() < r.ssn + r.len);
+            if cands.is_empty() && (!self.reinject.is_empty() || self.new_chunk_len().is_some()) {
                 cands.extend((0..self.subflows.len()).map(|k| self.candidate(k)));
             }
-            // The default scheduler keeps filling the subflow of the current burst.
-            let continuing = self.scheduler == Scheduler::Default
-                && self.burst_left > 0
-                && had != Some(self.last_pick)
-                && cands.get(self.last_pick).is_some_and(|c| c.usable && c.unsent < c.cwnd);
-            let i = if continuing {
-                self.last_pick
-            } else {
-                let Some((i, allowance)) = self.scheduler.pick(&cands, self.last_pick, had) else {
-                    break;
-                };
-                self.burst_left = allowance;
-                i
+            let Some((dsn, len, reinjection, i)) = self.next_job(&cands) else {
+                break;
             };
             self.last_pick = i;
             self.burst_left = self.burst_left.saturating_sub(len);
@@ -234,14 +234,51 @@ impl MptcpSender {
                 room,
                 ..self.candidate_without_room(i)
             };
-            if had.is_some() {
-                self.reinject.pop_front();
+            if let Some(k) = reinjection {
+                self.reinject.remove(k);
                 self.reinjected_bytes += len;
             } else {
                 self.data_nxt += len;
             }
         }
         self.cands = cands;
+    }
+
+    /// The next chunk and its subflow: the first queued reinjection some
+    /// subflow other than the one that had it can take, else new data.
+    fn next_job(&mut self, cands: &[Candidate]) -> Option<(u64, u64, Option<usize>, usize)> {
+        if !self.reinject.is_empty() {
+            let placeable: Vec<Option<(usize, u64)>> = (0..self.subflows.len())
+                .map(|h| self.scheduler.pick(cands, self.last_pick, Some(h)))
+                .collect();
+            if placeable.iter().any(Option::is_some) {
+                let found = self
+                    .reinject
+                    .iter()
+                    .enumerate()
+                    .find_map(|(k, r)| placeable[r.had].map(|p| (k, *r, p)));
+                if let Some((k, r, (i, allowance))) = found {
+                    self.burst_left = allowance;
+                    return Some((r.dsn, r.len, Some(k), i));
+                }
+            }
+        }
+        let len = self.new_chunk_len()?;
+        // The default scheduler keeps filling the subflow of its current
+        // burst while it can queue whole segments (and is still of the tier
+        // in use: a backup only while no active subflow is usable).
+        let active_usable = cands.iter().any(|c| c.usable && !c.backup);
+        let continuing = self.scheduler == Scheduler::Default
+            && self.burst_left > 0
+            && cands.get(self.last_pick).is_some_and(|c| {
+                c.usable && c.unsent < c.cwnd && c.unsent % c.mss == 0 && (!c.backup || !active_usable)
+            });
+        if continuing {
+            return Some((self.data_nxt, len, None, self.last_pick));
+        }
+        let (i, allowance) = self.scheduler.pick(cands, self.last_pick, None)?;
+        self.burst_left = allowance;
+        Some((self.data_nxt, len, None, i))
     }
 
     /// Move what subflow `i` produced into `out`, with its path and options.
@@ -287,7 +324,7 @@ impl MptcpSender {
 
     // ---- joins -------------------------------------------------------------
 
-    fn send_join(&mut self, now: Time, i: usize, packet: u8, rto: Time, out: &mut Outbox) {
+    fn send_join(&mut self, now: Time, i: usize, packet: u8, rto: Time, resent: bool, out: &mut Outbox) {
         let flags = if packet == 1 { tcp_flags::SYN } else { tcp_flags::ACK };
         let opts = MptcpOptions {
             handshake: Some(MptcpHandshake::Join { packet }),
@@ -313,6 +350,8 @@ impl MptcpSender {
             packet,
             deadline: now + rto,
             rto,
+            sent_at: now,
+            resent,
         };
     }
 
@@ -320,7 +359,7 @@ impl MptcpSender {
     fn establish(&mut self, now: Time, out: &mut Outbox) {
         self.established = true;
         for i in 1..self.subflows.len() {
-            self.send_join(now, i, 1, self.cfg.rto_initial, out);
+            self.send_join(now, i, 1, self.cfg.rto_initial, false, out);
         }
     }
 
@@ -333,12 +372,22 @@ impl MptcpSender {
         opts: Option<&MptcpOptions>,
         out: &mut Outbox,
     ) -> bool {
-        let Join::Sent { packet, .. } = self.subflows[i].join else {
+        let Join::Sent {
+            packet,
+            sent_at,
+            resent,
+            ..
+        } = self.subflows[i].join
+        else {
             return false;
         };
         let handshake = opts.and_then(|o| o.handshake);
         if packet == 1 && handshake == Some(MptcpHandshake::Join { packet: 2 }) {
-            self.send_join(now, i, 3, self.cfg.rto_initial, out);
+            if !resent {
+                // the subflow's first RTT sample, as Linux takes it from the handshake
+                self.subflows[i].tcp.on_handshake_rtt(now - sent_at);
+            }
+            self.send_join(now, i, 3, self.cfg.rto_initial, false, out);
             return true;
         }
         if packet == 3
@@ -388,18 +437,24 @@ impl MptcpSender {
         }
     }
 
-    /// Subflow `i` timed out: its data not yet DATA_ACKed goes again on others.
+    /// Subflow `i` timed out: its data not yet DATA_ACKed goes again on
+    /// another subflow (again, if an earlier copy went to one that failed too).
     fn reinject_from(&mut self, i: usize) {
         if self.subflows.iter().filter(|s| s.join == Join::Active).count() < 2 {
             return;
         }
+        let queued: std::collections::HashSet<u64> = self.reinject.iter().map(|r| r.dsn).collect();
+        let una = self.subflows[i].tcp.snd_una();
         for m in &self.subflows[i].maps {
-            if m.dsn + m.len > self.data_una && !self.reinjected.is_sacked(m.dsn) {
-                self.reinjected.add(m.dsn, m.dsn + m.len);
-                self.reinject.push_back((m.dsn, m.len, i));
+            if m.dsn + m.len > self.data_una && m.ssn + m.len > una && !queued.contains(&m.dsn) {
+                self.reinject.push_back(Reinjection {
+                    dsn: m.dsn,
+                    len: m.len,
+                    had: i,
+                    ssn: m.ssn,
+                });
             }
         }
-        self.reinjected.prune_below(self.data_una);
     }
 }
 
@@ -421,8 +476,8 @@ impl StreamSender for MptcpSender {
         self.check_complete(now);
     }
     fn stop(&mut self) {
+        // (data already handed out, reinjections included, is still delivered)
         self.app_end = Some(self.data_nxt);
-        self.reinject.clear();
     }
     fn on_packet(&mut self, now: Time, rx: Received<'_>, out: &mut Outbox) {
         let Body::Tcp(seg) = &rx.packet.body else {
@@ -441,17 +496,24 @@ impl StreamSender for MptcpSender {
         let opts = opts.as_ref();
         if self.subflows[i].join != Join::Active {
             self.on_join_packet(now, i, seg, opts, out);
-        } else if seg.flags & tcp_flags::ACK != 0 {
+        } else if seg.flags & tcp_flags::ACK != 0
+            && seg.flags & tcp_flags::SYN == 0
+            && opts.map_or(true, |o| o.handshake.is_none())
+        {
+            // (a late duplicate of a handshake packet is not a subflow ACK)
             self.on_data_ack(now, i, seg, opts.and_then(|o| o.dss.as_ref()), out);
         }
         self.push(now, out);
     }
     fn on_timer(&mut self, now: Time, out: &mut Outbox) {
         for i in 0..self.subflows.len() {
-            if let Join::Sent { packet, deadline, rto } = self.subflows[i].join {
+            if let Join::Sent {
+                packet, deadline, rto, ..
+            } = self.subflows[i].join
+            {
                 if now >= deadline {
                     let rto = (2 * rto).min(self.cfg.rto_max);
-                    self.send_join(now, i, packet, rto, out);
+                    self.send_join(now, i, packet, rto, true, out);
                 }
                 continue;
             }
@@ -494,8 +556,16 @@ impl StreamSender for MptcpSender {
                     counters = counters.plus(&s.tcp.stats_at(now));
                 }
                 // The connection's window: the sum of the subflows' windows;
-                // RTT and RTO are the initial subflow's.
-                let first = self.subflows[0].tcp.state();
+                // RTT and RTO those of its fastest working subflow (the
+                // initial one if none works).
+                let working = self
+                    .subflows
+                    .iter()
+                    .filter(|s| s.join == Join::Active && !s.tcp.timed_out());
+                let fastest = working
+                    .min_by_key(|s| s.tcp.srtt().unwrap_or(Time::MAX))
+                    .unwrap_or(&self.subflows[0]);
+                let first = fastest.tcp.state();
                 let active = self.subflows.iter().filter(|s| s.join == Join::Active);
                 let cwnd = active.map(|s| s.tcp.cwnd()).sum();
                 Snapshot {

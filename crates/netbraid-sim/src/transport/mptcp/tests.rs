@@ -489,3 +489,343 @@ fn a_window_limited_connection_is_not_held_by_delayed_acks() {
     let bound = 0.8 * 250_000.0 * 8.0 / 0.0041;
     assert!(r.flows[0].goodput_bps > bound, "{} < {bound}", r.flows[0].goodput_bps);
 }
+
+// ---- failures and edge cases, driven directly ---------------------------------
+
+/// A minimal two-ended network for driving an MPTCP sender and receiver
+/// directly: per-path delay and rate, a drop-tail queue (50 ms), and a drop
+/// rule of time and path (outages, cut cables) that scenarios cannot state.
+mod harness {
+    use crate::endpoint::{Outbox, Received, Transmit};
+    use crate::engine::Time;
+    use crate::ids::{EndpointId, FlowId, IfaceId};
+    use crate::net::packet::{Body, Packet};
+    use crate::transport::mptcp::{MptcpConfig, MptcpReceiver, MptcpSender, Scheduler};
+    use crate::transport::tcp::TcpConfig;
+    use crate::transport::{StreamReceiver, StreamSender};
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+
+    pub struct Net {
+        pub tx: MptcpSender,
+        pub rx: MptcpReceiver,
+        pub delay: Vec<Time>,
+        pub rate_bps: Vec<u64>,
+        busy: Vec<[Time; 2]>,
+        /// (path, towards the receiver, now, size) -> dropped?
+        pub drop: Box<dyn FnMut(usize, bool, Time, &Transmit) -> bool>,
+        heap: BinaryHeap<(Reverse<Time>, Reverse<u64>, usize)>,
+        slots: Vec<Option<(bool, Transmit)>>,
+        n: u64,
+        pub now: Time,
+        pub max_queue: Time,
+        pub log: Vec<String>,
+    }
+
+    impl Net {
+        pub fn new(tcp: TcpConfig, sched: Scheduler, cc: &str, delay: Vec<Time>, rate_bps: Vec<u64>) -> Self {
+            let paths = delay.len();
+            let mut cfg = tcp.clone();
+            cfg.cc = cc.into();
+            let ccs = (0..paths)
+                .map(|_| crate::cc::build("", &cfg.cc, &cfg.cc_params, cfg.controller_config()).unwrap())
+                .collect();
+            let mcfg = MptcpConfig {
+                scheduler: sched,
+                backup: vec![],
+            };
+            let mut rx = MptcpReceiver::new(&cfg, paths);
+            rx.set_reader_waiting(true);
+            Self {
+                tx: MptcpSender::new(cfg, &mcfg, ccs),
+                rx,
+                busy: vec![[0, 0]; paths],
+                delay,
+                rate_bps,
+                drop: Box::new(|_, _, _, _| false),
+                heap: BinaryHeap::new(),
+                slots: vec![],
+                n: 0,
+                now: 0,
+                max_queue: 50 * crate::engine::time::MILLISECOND,
+                log: vec![],
+            }
+        }
+        fn send(&mut self, to_rx: bool, out: &mut Outbox) {
+            for t in out.drain(..) {
+                let p = t.path as usize;
+                if (self.drop)(p, to_rx, self.now, &t) {
+                    continue;
+                }
+                let d = to_rx as usize;
+                let ser = t.size as u64 * 8 * 1_000_000_000 / self.rate_bps[p];
+                let start = self.busy[p][d].max(self.now);
+                if start - self.now > self.max_queue {
+                    continue; // drop-tail
+                }
+                self.busy[p][d] = start + ser;
+                let at = start + ser + self.delay[p];
+                self.n += 1;
+                self.slots.push(Some((to_rx, t)));
+                self.heap.push((Reverse(at), Reverse(self.n), self.slots.len() - 1));
+            }
+        }
+        pub fn start(&mut self, bytes: Option<u64>) {
+            let mut out = Vec::new();
+            self.tx.write_all(0, bytes, &mut out);
+            if bytes.is_some() {
+                self.tx.close(0, &mut out);
+            }
+            self.send(true, &mut out);
+        }
+        /// Run until `until`.
+        pub fn run(&mut self, until: Time) {
+            let mut out = Vec::new();
+            loop {
+                let next_pkt = self.heap.peek().map(|(Reverse(t), _, _)| *t);
+                let cands = [next_pkt, self.tx.poll_at(), self.rx.poll_at()];
+                let Some(t) = cands.iter().flatten().copied().min() else {
+                    break;
+                };
+                if t > until {
+                    break;
+                }
+                self.now = t.max(self.now);
+                let now = self.now;
+                if next_pkt == Some(t) {
+                    let (_, _, k) = self.heap.pop().unwrap();
+                    let (to_rx, tx) = self.slots[k].take().unwrap();
+                    let pkt = Packet {
+                        src: IfaceId(0),
+                        dst: IfaceId(0),
+                        src_port: 0,
+                        dst_port: 0,
+                        endpoint: EndpointId(0),
+                        path: tx.path,
+                        flow: FlowId(0),
+                        track: 0,
+                        data: matches!(&tx.body, Body::Tcp(s) if s.len > 0),
+                        size: tx.size,
+                        ttl: 64,
+                        ecn: 0,
+                        ext: None,
+                        body: tx.body,
+                    };
+                    let rxd = Received {
+                        packet: &pkt,
+                        ext: tx.ext,
+                    };
+                    if to_rx {
+                        self.rx.on_packet(now, rxd, &mut out);
+                        self.send(false, &mut out);
+                    } else {
+                        self.tx.on_packet(now, rxd, &mut out);
+                        self.send(true, &mut out);
+                    }
+                } else if self.tx.poll_at() == Some(t) {
+                    self.tx.on_timer(now, &mut out);
+                    self.send(true, &mut out);
+                } else {
+                    self.rx.on_timer(now, &mut out);
+                    self.send(false, &mut out);
+                }
+            }
+            self.now = self.now.max(until);
+        }
+    }
+}
+
+use harness::Net;
+
+fn big_buffers(mb: u64) -> TcpConfig {
+    TcpConfig {
+        rcvbuf: mb << 20,
+        sndbuf: mb << 20,
+        ..TcpConfig::default()
+    }
+}
+
+#[test]
+fn a_reinjection_nobody_can_take_does_not_block_the_rest() {
+    // Path 1 (1 s one way) is cut for good at 8 s; path 0 has an outage
+    // from 8.5 to 10 s. Path 0's timeout queues its data for reinjection
+    // while path 1 is full but not yet timed out; path 1 then times out for
+    // good. Path 0 works again from 10 s: the connection must move on it.
+    let mut net = Net::new(
+        big_buffers(4),
+        Scheduler::MinRtt,
+        "reno",
+        vec![10 * MILLISECOND, 1000 * MILLISECOND],
+        vec![10 * MBPS, 10 * MBPS],
+    );
+    net.drop = Box::new(|p, _to_rx, now, _t| {
+        (p == 1 && now >= 8 * SECOND) || (p == 0 && now >= 8500 * MILLISECOND && now < 10_000 * MILLISECOND)
+    });
+    net.start(None);
+    net.run(20 * SECOND);
+    let at20 = net.tx.data_acked();
+    net.run(60 * SECOND);
+    // 40 s of a working 10 Mb/s path: tens of megabytes
+    assert!(
+        net.tx.data_acked() > at20 + 10_000_000,
+        "moved {} bytes in 40 s",
+        net.tx.data_acked() - at20
+    );
+}
+
+#[test]
+fn data_reinjected_onto_a_subflow_that_then_fails_goes_again() {
+    // Three paths; path 0 fails for good at 8 s (its data is reinjected on
+    // the others), path 1 at 9.1 s, holding some of it: path 2 still works
+    // and must get everything through.
+    for sched in [Scheduler::Default, Scheduler::MinRtt] {
+        let mut net = Net::new(
+            big_buffers(4),
+            sched,
+            "reno",
+            vec![20 * MILLISECOND, 5 * MILLISECOND, 40 * MILLISECOND],
+            vec![10 * MBPS; 3],
+        );
+        net.drop =
+            Box::new(|p, _to_rx, now, _t| (p == 0 && now >= 8 * SECOND) || (p == 1 && now >= 9100 * MILLISECOND));
+        net.start(None);
+        net.run(60 * SECOND);
+        let a = net.tx.data_acked();
+        net.run(120 * SECOND);
+        assert!(
+            net.tx.data_acked() > a + 10_000_000,
+            "{sched:?}: moved {} bytes in 60 s",
+            net.tx.data_acked() - a
+        );
+    }
+}
+
+#[test]
+fn data_held_above_a_dead_subflows_hole_is_released() {
+    // One loss on path 1 at 5 s, then path 1 is cut: the segments that arrived
+    // above its hole can never move up on it; once their data came on path 0
+    // and was DATA_ACKed, the connection's buffer must not count them.
+    let tcp = TcpConfig {
+        rcvbuf: 128 * 1024,
+        sndbuf: 128 * 1024,
+        ..TcpConfig::default()
+    };
+    let mut net = Net::new(
+        tcp,
+        Scheduler::Default,
+        "reno",
+        vec![5 * MILLISECOND, 20 * MILLISECOND],
+        vec![50 * MBPS; 2],
+    );
+    let mut dropped_one = false;
+    net.drop = Box::new(move |p, to_rx, now, t| {
+        if p == 1 && to_rx && now >= 5 * SECOND && !dropped_one && t.size > 100 {
+            dropped_one = true;
+            return true;
+        }
+        p == 1 && now >= 5 * SECOND + 40 * MILLISECOND
+    });
+    net.start(None);
+    net.run(30 * SECOND);
+    let a = net.tx.data_acked();
+    net.run(40 * SECOND);
+    assert_eq!(net.rx.held(), 0, "bytes still counted as held");
+    // the window is path 0's alone again: 128 KB per 10 ms round trip ≫ 50 Mb/s
+    let mbps = (net.tx.data_acked() - a) as f64 * 8.0 / 10.0 / 1e6;
+    assert!(mbps > 0.9 * 50.0 * 1460.0 / 1528.0, "{mbps} Mb/s");
+}
+
+#[test]
+fn a_new_subflow_starts_with_the_rtt_of_its_join() {
+    // Paths of 10 ms and 800 ms round trip: the slow subflow's first RTT
+    // comes from its MP_JOIN; without it the default scheduler would think
+    // it drains at once and wait on it for a whole round trip.
+    let mut net = Net::new(
+        big_buffers(8),
+        Scheduler::Default,
+        "reno",
+        vec![5 * MILLISECOND, 400 * MILLISECOND],
+        vec![50 * MBPS, 50 * MBPS],
+    );
+    net.start(None);
+    net.run(1700 * MILLISECOND);
+    assert!(net.tx.is_active(1));
+    let srtt = net.tx.subflow(1).srtt().expect("a sample from the join");
+    assert!((790 * MILLISECOND..900 * MILLISECOND).contains(&srtt), "{srtt}");
+    let a = net.tx.subflow(0).snd_max();
+    net.run(2400 * MILLISECOND);
+    let mbps = (net.tx.subflow(0).snd_max() - a) as f64 * 8.0 / 0.7 / 1e6;
+    assert!(mbps > 25.0, "path 0 sent {mbps:.1} Mb/s");
+}
+
+fn lossy_paths(p: f64) -> [(u64, Time, LossSpec); 2] {
+    [
+        (10 * MBPS, 5 * MILLISECOND, LossSpec::Bernoulli { p }),
+        (10 * MBPS, 20 * MILLISECOND, LossSpec::Bernoulli { p }),
+    ]
+}
+
+#[test]
+fn min_rtt_lia_on_two_lossy_paths_reaches_the_best_single_path() {
+    // protocols.md §5.5 with minRTT: subflows get data only when they have
+    // room, which must include limited transmit's (RFC 3042) as TCP's does.
+    let (mut ratio, mut n) = (0.0, 0.0);
+    for seed in 1..=3u64 {
+        let mut t = two_links(
+            lossy_paths(0.02),
+            vec![tcp_flow(tcp_cfg("reno"), 0)],
+            60 * SECOND,
+            5 * SECOND,
+        );
+        t.seed = seed;
+        let mut m = two_links(
+            lossy_paths(0.02),
+            vec![mptcp_flow(tcp_cfg("lia"), Scheduler::MinRtt, None)],
+            60 * SECOND,
+            5 * SECOND,
+        );
+        m.seed = seed;
+        ratio += run(&m).flows[0].goodput_bps / run(&t).flows[0].goodput_bps;
+        n += 1.0;
+    }
+    assert!(
+        ratio / n >= 0.9,
+        "LIA/minRTT total = {:.2} × the best single path",
+        ratio / n
+    );
+}
+
+#[test]
+fn a_short_last_chunk_is_never_merged_with_the_next() {
+    // The application's short last chunk waits in a subflow; a reinjected
+    // chunk must not be queued behind it (a segment would span two mappings).
+    let bytes = 776_599; // 531 × 1460 + 1339
+    let mut scn = two_links(
+        lossy_paths(0.15),
+        vec![mptcp_flow(tcp_cfg("reno"), Scheduler::Default, Some(bytes))],
+        120 * SECOND,
+        0,
+    );
+    scn.seed = 87;
+    assert_eq!(run(&scn).flows[0].bytes_delivered, bytes);
+}
+
+#[test]
+fn subflow_shares_count_each_byte_once() {
+    // With 5 % loss data is reinjected and some arrives twice: each byte is
+    // credited to the subflow that brought it first.
+    let bytes = 3_000_000;
+    let (r, _, dups) = run_watched(&two_links(
+        lossy_paths(0.05),
+        vec![mptcp_flow(tcp_cfg("reno"), Scheduler::Default, Some(bytes))],
+        200 * SECOND,
+        0,
+    ));
+    let f = &r.flows[0];
+    assert_eq!(f.bytes_delivered, bytes);
+    let shares: f64 = f.subflows.iter().map(|s| s.share.unwrap()).sum();
+    assert!(
+        (shares - 1.0).abs() < 1e-9,
+        "shares sum to {shares} ({dups} duplicate bytes)"
+    );
+}

@@ -310,12 +310,29 @@ impl TcpSender {
     /// already waiting unsent: what a multipath scheduler may hand this
     /// subflow (the peer's window is the connection's business).
     pub fn send_room(&self) -> u64 {
-        let in_network = if self.in_recovery && self.cfg.recovery == Recovery::Sack {
-            self.pipe()
+        if self.in_recovery && self.cfg.recovery == Recovery::Sack {
+            return self.cwnd().saturating_sub(self.pipe()).saturating_sub(self.unsent());
+        }
+        (self.cwnd() + self.limited_transmit_extra())
+            .saturating_sub(self.snd_max - self.snd_una)
+            .saturating_sub(self.unsent())
+    }
+    /// Limited transmit (RFC 3042): one extra new segment beyond the window
+    /// on each of the first two duplicate ACKs.
+    fn limited_transmit_extra(&self) -> u64 {
+        if self.cfg.limited_transmit && !self.ns2() && !self.in_recovery && self.dupacks < self.cfg.dupthresh {
+            self.dupacks.min(2) as u64 * self.mss
         } else {
-            self.snd_max - self.snd_una
-        };
-        self.cwnd().saturating_sub(in_network).saturating_sub(self.unsent())
+            0
+        }
+    }
+    /// An RTT measured outside the data (an MPTCP join's SYN → SYN/ACK, not
+    /// retransmitted): the estimator starts from it, as Linux's does from
+    /// the handshake.
+    pub fn on_handshake_rtt(&mut self, sample: Time) {
+        if self.rtt.srtt().is_none() {
+            self.rtt.on_sample(sample);
+        }
     }
     /// A retransmission timeout fired and no new data has been acknowledged
     /// since (the subflow is in the Loss state, or its path has failed).
@@ -843,14 +860,7 @@ impl TcpSender {
             return;
         }
         // Window-based sending (Reno/NewReno, and SACK outside recovery).
-        // Limited transmit (RFC 3042): one extra new segment on each of the
-        // first two dupacks.
-        let extra =
-            if self.cfg.limited_transmit && !self.ns2() && !self.in_recovery && self.dupacks < self.cfg.dupthresh {
-                self.dupacks.min(2) as u64 * self.mss
-            } else {
-                0
-            };
+        let extra = self.limited_transmit_extra();
         loop {
             while self.snd_nxt < self.snd_max && self.sacked.is_sacked(self.snd_nxt) {
                 self.snd_nxt += self.segment_len(self.snd_nxt);
