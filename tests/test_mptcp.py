@@ -91,6 +91,21 @@ def test_impairing_the_initial_subflow_shifts_data_to_the_clean_one():
     assert f["goodput_bps"] > 0.8 * 50e6 * PAYLOAD
 
 
+def test_receive_buffer_optimisations_can_be_switched_on():
+    # a 64 KB buffer over 10 ms and 210 ms round trips: head-of-line blocking;
+    # the out-of-tree kernel's optimisations recover part of it (sim only)
+    def goodput(**opts):
+        s = nb.Scenario(name="hol", duration="8s", tcp={"window": "64KB", "cc": "reno"})
+        s.add_host("client").add_host("server")
+        s.add_link("client", "server", rate="10Mbps", delay="5ms")
+        s.add_link("client", "server", rate="10Mbps", delay="105ms")
+        s.add_flow("m", "client", "server", kind="mptcp", **opts)
+        s.measure = nb.Measure(start="2s")
+        return nb.simulate(s)["flows"][0]["goodput_bps"]
+
+    assert goodput(opportunistic_retransmission=True, penalisation=True) > 1.5 * goodput()
+
+
 def test_same_seed_same_result():
     a = nb.simulate(two_paths(loss1=0.01, cc="olia"), seed=3)
     b = nb.simulate(two_paths(loss1=0.01, cc="olia"), seed=3)
@@ -106,6 +121,7 @@ def test_same_seed_same_result():
         ({"backup": [0, 1]}, "backup", "at least one"),
         ({"cc": "vegas"}, "cc", "lia"),
         ({"read_rate": "1Mbps"}, "read_rate", "tcp"),
+        ({"penalisation": "yes"}, "penalisation", "bool"),
     ],
 )
 def test_bad_mptcp_settings_name_the_field(flow, field, allowed):

@@ -355,10 +355,13 @@ def _paper_001(module, *, reps, quick, backend, out, seed, workers, quiet) -> No
         return
     wall = time.perf_counter() - started
     out_console.print(f"[bold]paper 001[/]: {escape(module.TITLE)}")
-    out_console.print(f"sim · {results['reps']} replications × {results['duration_s']:g} s per point "
-                      f"(measured from 1 s) · goodput in Mb/s, mean ± half-width of the 95 % interval · {wall:.1f} s wall")
-    md = ["# paper 001: netbraid (sim)", "",
-          f"{results['reps']} replications × {results['duration_s']:g} s per point, seeds {seed}…, {wall:.1f} s wall.", ""]
+    runs = " · ".join(f"{label}: {results['reps'][label]} replications × {results['duration_s'][label]:g} s"
+                      for label in results["runs"])
+    scaled = (f" · ×{module.EMU_SCALE:g}: rates and windows scaled alike (2 × {module.EMU_SCALE * 1000:g} Mb/s), "
+              "so window / bandwidth-delay product is the paper's" if backend != "sim" else "")
+    out_console.print(f"{runs} per point (measured from 1 s){scaled} · goodput in Mb/s, mean ± half-width of the "
+                      f"95 % interval · {wall:.1f} s wall")
+    md = ["# paper 001: netbraid", "", f"{runs} per point, seeds {seed}…{scaled}, {wall:.1f} s wall.", ""]
     for title, header, rows in module.tables(results):
         t = Table(title=title)
         for k, h in enumerate(header):
@@ -369,11 +372,12 @@ def _paper_001(module, *, reps, quick, backend, out, seed, workers, quiet) -> No
             md.append("| " + " | ".join(row) + " |")
         md.append("")
         out_console.print(t)
-    t = Table(title="The paper's findings and what the simulation shows")
+    first = next(iter(results["runs"]))
+    t = Table(title=f"The paper's findings and what netbraid ({first}) shows")
     t.add_column("figure")
     t.add_column("paper")
-    t.add_column("netbraid (sim)")
-    md += ["## The paper's findings", "", "| figure | paper | netbraid (sim) |", "|---|---|---|"]
+    t.add_column(f"netbraid ({first})")
+    md += ["## The paper's findings", "", f"| figure | paper | netbraid ({first}) |", "|---|---|---|"]
     for fig, text, shown in module.findings(results):
         t.add_row(fig, text, shown)
         md.append(f"| {fig} | {text} | {shown} |")

@@ -15,7 +15,7 @@ from typing import Any
 from . import _sim
 from .controllers import canonical
 from .errors import ScenarioError
-from .schema import TCP_FIELDS, Direction, Flow, Link, Scenario, TcpOptions
+from .schema import MPTCP_FIELDS, TCP_FIELDS, Direction, Flow, Link, Scenario, TcpOptions
 
 MS = 1_000_000
 SECOND = 1_000_000_000
@@ -283,7 +283,7 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                     if nodes[node]["router"]:
                         raise ScenarioError(f"{where}.{role}: '{nodes[node]['name']}' is a router; flows run between hosts")
             if f.kind == "mptcp" and backend == "emu":
-                for field in ("scheduler", "backup", "subflows"):
+                for field in MPTCP_FIELDS:
                     if getattr(f, field) is not None:
                         raise ScenarioError(f"{where}.{field}: set on sim only (on emu the kernel's path manager and "
                                             "scheduler decide: one subflow per source interface); remove it or run on sim")
@@ -314,7 +314,9 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                 }
                 if f.kind == "mptcp":
                     paths, backup = mptcp_paths(where, f, a, b, ifaces_of, iface)
-                    spec.update(paths=paths, mptcp={"scheduler": f.scheduler or "default", "backup": backup})
+                    spec.update(paths=paths, mptcp={"scheduler": f.scheduler or "default", "backup": backup,
+                                                    "opportunistic_retransmission": bool(f.opportunistic_retransmission),
+                                                    "penalisation": bool(f.penalisation)})
                 if f.kind in ("tcp", "mptcp"):
                     spec.update(kind=f.kind, tcp=tcp, bytes=f.bytes)
                     if f.kind == "tcp":

@@ -260,6 +260,8 @@ class TcpOptions(Strict):
 
 
 TCP_FIELDS = tuple(TcpOptions.model_fields)
+#: MPTCP's own settings on a flow (simulator only)
+MPTCP_FIELDS = ("subflows", "scheduler", "backup", "opportunistic_retransmission", "penalisation")
 
 # ---- traffic ---------------------------------------------------------------
 
@@ -279,8 +281,10 @@ class Flow(TcpOptions):
     (default: the source's first interface) to `to_iface` (default: the
     destination's first). `scheduler`: "default" (Linux upstream's),
     "min_rtt" (the out-of-tree kernel's) or "round_robin"; `backup`: the
-    source interfaces whose subflows carry data only when no other can.
-    Scheduler and backup are simulator settings; on emu the kernel decides.
+    source interfaces whose subflows carry data only when no other can;
+    `opportunistic_retransmission` and `penalisation`: the out-of-tree
+    kernel's receive-buffer optimisations (off by default, as upstream).
+    These are simulator settings; on emu the kernel decides.
     kind = "cbr": UDP at a constant `rate` of payload, `packet_size` bytes each.
     kind = "onoff": UDP at `rate` while ON, with ON and OFF periods of mean
     `burst_time` and `idle_time` drawn from `distribution` ("exponential" or
@@ -308,6 +312,8 @@ class Flow(TcpOptions):
     subflows: Optional[Literal["per_interface", "fullmesh"]] = None
     scheduler: Optional[Literal["default", "min_rtt", "round_robin"]] = None
     backup: Optional[list[Index]] = None
+    opportunistic_retransmission: Optional[Flag] = None
+    penalisation: Optional[Flag] = None
     rate: Optional[Rate] = None
     packet_size: Optional[Annotated[Size, Field(ge=1, le=65507)]] = None  # IPv4 UDP payload limit
     burst_time: Optional[Annotated[Time, Field(gt=0)]] = None
@@ -319,7 +325,7 @@ class Flow(TcpOptions):
     def _fields_match_kind(self) -> "Flow":
         onoff_only = ("burst_time", "idle_time", "distribution", "shape")
         if self.kind != "mptcp":
-            for f in ("subflows", "scheduler", "backup"):
+            for f in MPTCP_FIELDS:
                 if getattr(self, f) is not None:
                     raise ValueError(f"{f}: applies only to mptcp flows, not to kind = \"{self.kind}\"")
         elif self.read_rate is not None:

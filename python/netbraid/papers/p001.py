@@ -58,33 +58,44 @@ FINDINGS = [
     ("fig. 5, 8", "around 20 % loss MPTCP is below that plateau (e.g. 100 KB): both subflows run slowly"),
 ]
 
-RATE = "1Gbps"
+RATE_BPS = 1_000_000_000
 BASE_DELAY_MS = 0.05
+#: The simulator is given Linux's TCP defaults; on emu they are the kernel's own.
 TCP_SETTINGS: dict[str, Any] = {**LINUX_TCP, "cc": "cubic"}
+#: On emu, rates and windows are scaled alike (window / bandwidth-delay
+#: product kept): 2 × 200 Mb/s is within what linkemu holds (bench/RESULTS.md).
+EMU_SCALE = 0.2
 
 
 def scenario(kind: str, window_kib: int = 100, *, delay_ms: float = 0.0, loss: float = 0.0, duration_s: float = 10.0,
-             rate: str = RATE) -> Scenario:
+             scale: float = 1.0, backend: str = "sim") -> Scenario:
     """Two PCs joined by two cables; the emulator on Path0 adds `delay_ms`
     and `loss` to the data direction. `kind` "tcp" runs on Path0 alone,
     "mptcp" with its initial subflow on Path0 and one more on Path1 (to the
-    receiver's Path0 address, as Linux's `subflow` endpoint makes it)."""
+    receiver's Path0 address, as Linux's `subflow` endpoint makes it).
+    `scale` multiplies the path rates and the window alike."""
     if kind not in ("tcp", "mptcp"):
         raise ScenarioError(f"paper 001: kind {kind!r} (allowed: tcp, mptcp)")
-    s = Scenario(name=f"paper-001 {kind} w={window_kib}KiB d={delay_ms:g}ms p={loss:g}", duration=f"{duration_s:g}s",
-                 tcp=dict(TCP_SETTINGS))
+    tcp = dict(TCP_SETTINGS) if backend == "sim" else {"cc": "cubic"}
+    rate = f"{round(RATE_BPS * scale)}bps"
+    s = Scenario(name=f"paper-001 {kind} w={window_kib}KiB d={delay_ms:g}ms p={loss:g} x{scale:g}",
+                 duration=f"{duration_s:g}s", tcp=tcp)
     s.add_host("pc0").add_host("pc1")
     ab: dict[str, Any] = {"delay": f"{BASE_DELAY_MS + delay_ms:g}ms"}
     if loss > 0:
         ab["loss"] = loss
     s.add_link("pc0", "pc1", rate=rate, delay=f"{BASE_DELAY_MS:g}ms", queue="1000p", ab=ab)
     s.add_link("pc0", "pc1", rate=rate, delay=f"{BASE_DELAY_MS:g}ms", queue="1000p")
-    flow: dict[str, Any] = {"kind": kind, "window": f"{window_kib * 1024}B"}
+    flow: dict[str, Any] = {"kind": kind, "window": f"{window_bytes(window_kib, scale)}B"}
     if kind == "tcp":
         flow.update(from_iface=0, to_iface=0)
     s.add_flow("iperf", "pc0", "pc1", **flow)
     s.measure = Measure(start="1s")
     return s
+
+
+def window_bytes(window_kib: int, scale: float = 1.0) -> int:
+    return round(window_kib * 1024 * scale)
 
 
 def _axes(quick: bool) -> dict[str, list]:
@@ -95,45 +106,64 @@ def _axes(quick: bool) -> dict[str, list]:
 
 def run(*, quick: bool = False, reps: int | None = None, seed: int = 1, workers: int | None = None,
         out: Path | None = None, progress: bool = False, backend: str = "sim") -> dict[str, Any]:
-    """Both sweeps for TCP and MPTCP: {sweep: {kind: {window: {x: mean_ci}}}}
-    in Mb/s, plus per-subflow means for MPTCP under "subflows"."""
-    if backend != "sim":
-        raise ScenarioError(f"--backend {backend!r}: paper 001 runs on sim for now (allowed: sim); the emu "
-                            "version, at rates linkemu holds with windows scaled alike, comes next")
+    """Both sweeps for TCP and MPTCP. `backend` "sim" runs the paper's
+    rates; "emu" the real stacks at EMU_SCALE; "both" the two, plus the
+    simulator at EMU_SCALE to set beside emu. Returns
+    {"runs": {label: {sweep: {kind: {window: {x: mean_ci}}}}}, ...} in Mb/s."""
+    if backend not in ("sim", "emu", "both"):
+        raise ScenarioError(f"--backend: {backend!r} is not allowed (sim, emu, both)")
     axes = _axes(quick)
-    reps = reps or (3 if quick else DEFAULT_REPS)
-    duration = 5.0 if quick else 10.0
-    windows = [f"{w * 1024}B" for w in axes["window"]]
-    results: dict[str, Any] = {"reps": reps, "duration_s": duration, "axes": axes}
-    for sweep, path, values in (("delay", "links.0.ab.delay", [f"{BASE_DELAY_MS + d:g}ms" for d in axes["delay"]]),
-                                ("loss", "links.0.ab.loss", axes["loss"])):
-        results[sweep] = {}
-        for kind in ("tcp", "mptcp"):
-            base = scenario(kind, axes["window"][0], duration_s=duration, delay_ms=0.0, loss=0.0)
-            if sweep == "loss":
-                base.links[0].ab.loss = 0.0
-            plan = make_plan(base, grid=[Axis("flows.iperf.window", tuple(windows)), Axis(path, tuple(values))],
-                             reps=reps, seed=seed)
-            where = None if out is None else out / f"{sweep}-{kind}"
-            runs, _ = execute(plan, where, workers=workers, progress=progress,
-                              resume=where is not None and (where / "journal.jsonl").exists())
-            results[sweep][kind] = _summarise(runs, path, axes["window"], axes[sweep], values)
+    cases = []  # (label, backend, scale)
+    if backend in ("sim", "both"):
+        cases.append(("sim", "sim", 1.0))
+    if backend in ("emu", "both"):
+        if backend == "both":
+            cases.append((f"sim ×{EMU_SCALE:g}", "sim", EMU_SCALE))
+        cases.append((f"emu ×{EMU_SCALE:g}", "emu", EMU_SCALE))
+    results: dict[str, Any] = {"axes": axes, "runs": {}, "reps": {}, "duration_s": {}}
+    for label, be, scale in cases:
+        n = reps or ((3 if quick else DEFAULT_REPS) if be == "sim" else 2)
+        duration = (5.0 if quick else 10.0)
+        results["reps"][label], results["duration_s"][label] = n, duration
+        results["runs"][label] = _sweeps(axes, be, scale, n, duration, seed, workers,
+                                         None if out is None else out / label.replace(" ", "").replace("×", "x"),
+                                         progress)
     return results
 
 
-def _summarise(runs: pd.DataFrame, path: str, windows_kib: list[int], xs: list, values: list) -> dict:
+def _sweeps(axes, backend, scale, reps, duration, seed, workers, out, progress) -> dict[str, Any]:
+    windows = [f"{window_bytes(w, scale)}B" for w in axes["window"]]
+    found: dict[str, Any] = {}
+    for sweep, path, values in (("delay", "links.0.ab.delay", [f"{BASE_DELAY_MS + d:g}ms" for d in axes["delay"]]),
+                                ("loss", "links.0.ab.loss", axes["loss"])):
+        found[sweep] = {}
+        for kind in ("tcp", "mptcp"):
+            base = scenario(kind, axes["window"][0], duration_s=duration, scale=scale, backend=backend)
+            if sweep == "loss":
+                base.links[0].ab.loss = 0.0
+            plan = make_plan(base, grid=[Axis("flows.iperf.window", tuple(windows)), Axis(path, tuple(values))],
+                             reps=reps, seed=seed, backend=backend)
+            where = None if out is None else out / f"{sweep}-{kind}"
+            runs, _ = execute(plan, where, workers=workers, progress=progress,
+                              resume=where is not None and (where / "journal.jsonl").exists())
+            found[sweep][kind] = _summarise(runs, path, axes["window"], windows, axes[sweep], values)
+    return found
+
+
+def _summarise(runs: pd.DataFrame, path: str, windows_kib: list[int], windows: list[str], xs: list,
+               values: list) -> dict:
     """{window KiB: {x: mean_ci of goodput (Mb/s)}} and per subflow."""
     flows = runs[runs["subflow"].isna()] if "subflow" in runs else runs
     subs = runs[runs["subflow"].notna()] if "subflow" in runs else runs.iloc[0:0]
     table: dict[int, dict] = {}
-    for w in windows_kib:
+    for w, wv in zip(windows_kib, windows):
         table[w] = {}
         for x, v in zip(xs, values):
-            sel = (flows["flows.iperf.window"] == f"{w * 1024}B") & (flows[path] == v)
+            sel = (flows["flows.iperf.window"] == wv) & (flows[path] == v)
             cell = mean_ci((flows.loc[sel, "goodput_bps"] / 1e6).tolist())
             per_sub = []
             if len(subs):
-                ssel = (subs["flows.iperf.window"] == f"{w * 1024}B") & (subs[path] == v)
+                ssel = (subs["flows.iperf.window"] == wv) & (subs[path] == v)
                 for name, g in subs[ssel].groupby("subflow", sort=True):
                     per_sub.append(mean_ci((g["goodput_bps"] / 1e6).tolist())["mean"])
             cell["subflows"] = per_sub
@@ -178,23 +208,26 @@ def tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]
     95 % t-interval's half-width, one column per window."""
     out = []
     axes = results["axes"]
-    for sweep, unit in (("delay", "ms"), ("loss", "%")):
-        for kind in ("tcp", "mptcp"):
-            t = results[sweep][kind]
-            header = [f"{sweep} ({unit})"] + [f"{w} KB" for w in axes["window"]]
-            rows = []
-            for x in axes[sweep]:
-                label = f"{x:g}" if sweep == "delay" else f"{100 * x:g}"
-                rows.append([label] + [_cell(t[w][x]) for w in axes["window"]])
-            what = "TCP on Path0" if kind == "tcp" else "MPTCP (Path0 + Path1)"
-            out.append((f"{what}: goodput (Mb/s) against {sweep} on Path0", header, rows))
+    for label, runs in results["runs"].items():
+        scaled = "×" in label
+        for sweep, unit in (("delay", "ms"), ("loss", "%")):
+            for kind in ("tcp", "mptcp"):
+                t = runs[sweep][kind]
+                header = [f"{sweep} ({unit})"] + [f"{w} KB" + (f" ×{EMU_SCALE:g}" if scaled else "") for w in axes["window"]]
+                rows = []
+                for x in axes[sweep]:
+                    name = f"{x:g}" if sweep == "delay" else f"{100 * x:g}"
+                    rows.append([name] + [_cell(t[w][x]) for w in axes["window"]])
+                what = "TCP on Path0" if kind == "tcp" else "MPTCP (Path0 + Path1)"
+                out.append((f"{label}: {what}: goodput (Mb/s) against {sweep} on Path0", header, rows))
     return out
 
 
 def findings(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     """Each of the paper's findings with what netbraid's simulation shows."""
     axes = results["axes"]
-    d, l = results["delay"], results["loss"]
+    label = next(iter(results["runs"]))
+    d, l = results["runs"][label]["delay"], results["runs"][label]["loss"]
     w_small, w_big = axes["window"][0], axes["window"][-1]
     m = lambda t, w, x: t[w][x]["mean"]  # noqa: E731
     zero_d, max_d = axes["delay"][0], axes["delay"][-1]
@@ -214,21 +247,28 @@ def findings(results: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 
 def plots(results: dict[str, Any], series: dict[str, Any], out: Path) -> list[Path]:
-    """Figures like the paper's 2, 3, 5, 6 (goodput against delay or loss,
-    a line per window, 95 % intervals) and 4, 7, 8 (per-subflow time series)."""
+    """Every figure, as PNG (and SVG for the sweeps)."""
+    made = []
+    for label, runs in results["runs"].items():
+        made += _sweep_plots(results["axes"], runs, out, "" if label == "sim" else "-" + label.split()[0] + "-scaled")
+    return made + _series_plots(series, out)
+
+
+def _sweep_plots(axes: dict[str, list], runs: dict[str, Any], out: Path, suffix: str) -> list[Path]:
+    """Figures like the paper's 2, 3, 5, 6: goodput against delay or loss,
+    a line per window, 95 % intervals."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     made = []
-    axes = results["axes"]
     for sweep, unit, scale in (("delay", "delay on Path0 (ms)", 1), ("loss", "loss on Path0 (%)", 100)):
         fig, panels = plt.subplots(1, 2, figsize=(11, 4.2), dpi=110, sharey=True)
         for ax, kind in zip(panels, ("mptcp", "tcp")):
             for w in axes["window"]:
                 xs = [x * scale for x in axes[sweep]]
-                cells = [results[sweep][kind][w][x] for x in axes[sweep]]
+                cells = [runs[sweep][kind][w][x] for x in axes[sweep]]
                 err = [0 if math.isnan(c["ci95_high"]) else c["ci95_high"] - c["mean"] for c in cells]
                 ax.errorbar(xs, [c["mean"] for c in cells], yerr=err, marker="o", capsize=3, label=f"{w} KB")
             ax.set_title("MPTCP" if kind == "mptcp" else "TCP (Path0)")
@@ -238,9 +278,20 @@ def plots(results: dict[str, Any], series: dict[str, Any], out: Path) -> list[Pa
         panels[0].legend(fontsize="small", title="iperf -w")
         fig.tight_layout()
         for ext in ("png", "svg"):
-            fig.savefig(out / f"{sweep}.{ext}")
-            made.append(out / f"{sweep}.{ext}")
+            fig.savefig(out / f"{sweep}{suffix}.{ext}")
+            made.append(out / f"{sweep}{suffix}.{ext}")
         plt.close(fig)
+    return made
+
+
+def _series_plots(series: dict[str, Any], out: Path) -> list[Path]:
+    """Figures like the paper's 4, 7, 8: per-subflow goodput over time."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    made = []
     for name, s in series.items():
         fig, ax = plt.subplots(figsize=(9, 3.6), dpi=110)
         for sub, values in s["subflows"].items():

@@ -58,6 +58,11 @@ impl Window {
         self.credit = 0.0;
     }
 
+    pub fn penalise(&mut self) {
+        (self.cwnd, self.ssthresh) = super::penalised(&self.cfg, self.cwnd, self.ssthresh);
+        self.credit = 0.0;
+    }
+
     pub fn timeout(&mut self, flight_size: u64, first: bool) {
         if first {
             self.ssthresh = half_flight(&self.cfg, flight_size);

@@ -202,6 +202,11 @@ impl CongestionControl for Cubic {
         self.set_cwnd_segments(1.0);
     }
 
+    fn penalise(&mut self) {
+        let (cwnd, ssthresh) = super::penalised(&self.cfg, self.cwnd, self.ssthresh);
+        self.ssthresh = ssthresh;
+        self.set_cwnd_segments(cwnd as f64 / self.cfg.mss as f64);
+    }
     fn window(&self) -> u64 {
         self.cwnd
     }

@@ -44,6 +44,9 @@ impl CongestionControl for Lia {
     fn on_timeout(&mut self, _now: Time, flight_size: u64, first: bool) {
         self.w.timeout(flight_size, first);
     }
+    fn penalise(&mut self) {
+        self.w.penalise();
+    }
     fn window(&self) -> u64 {
         self.w.cwnd
     }

@@ -86,6 +86,11 @@ pub trait CongestionControl: Send {
     /// Retransmission timeout. `first` is false when the same segment timed
     /// out again (ssthresh is then left alone, RFC 6298 / RFC 5681).
     fn on_timeout(&mut self, now: Time, flight_size: u64, first: bool);
+    /// MPTCP's penalisation of a subflow that holds the others back (the
+    /// out-of-tree kernel's `mptcp_rcv_buf_optimization`): cwnd halves (at
+    /// least one segment) and a finite ssthresh halves (at least two), the
+    /// controller's other state left as it is, as Linux writes the two fields.
+    fn penalise(&mut self);
     /// Congestion window in bytes.
     fn window(&self) -> u64;
     fn ssthresh(&self) -> u64;
@@ -305,4 +310,14 @@ mod tests {
         assert_eq!(p.number("c"), 0.4);
         assert!(p.flag("fast_convergence"));
     }
+}
+
+/// The penalisation every controller applies to its cwnd and ssthresh.
+pub(crate) fn penalised(cfg: &CcConfig, cwnd: u64, ssthresh: u64) -> (u64, u64) {
+    let ssthresh = if ssthresh == u64::MAX {
+        ssthresh
+    } else {
+        (ssthresh / 2).max(2 * cfg.mss)
+    };
+    ((cwnd / 2).max(cfg.mss), ssthresh)
 }

@@ -104,6 +104,9 @@ impl CongestionControl for Olia {
         self.loss();
         self.w.timeout(flight_size, first);
     }
+    fn penalise(&mut self) {
+        self.w.penalise();
+    }
     fn window(&self) -> u64 {
         self.w.cwnd
     }

@@ -63,6 +63,9 @@ impl CongestionControl for Reno {
         self.cwnd = self.cfg.mss;
     }
 
+    fn penalise(&mut self) {
+        (self.cwnd, self.ssthresh) = super::penalised(&self.cfg, self.cwnd, self.ssthresh);
+    }
     fn window(&self) -> u64 {
         self.cwnd
     }

@@ -50,6 +50,15 @@ pub struct MptcpConfig {
     /// Per path: a backup subflow carries data only when no other can.
     #[serde(default)]
     pub backup: Vec<bool>,
+    /// The out-of-tree kernel's receive-buffer optimisations, run when the
+    /// connection's window keeps new data back (protocols.md §5.4):
+    /// opportunistic retransmission of the chunk holding DATA_ACK back on
+    /// the subflow that could send, and penalisation of the subflow that has
+    /// it. Off by default (upstream Linux has neither).
+    #[serde(default)]
+    pub opportunistic_retransmission: bool,
+    #[serde(default)]
+    pub penalisation: bool,
 }
 
 impl Default for MptcpConfig {
@@ -57,6 +66,8 @@ impl Default for MptcpConfig {
         Self {
             scheduler: Scheduler::Default,
             backup: Vec::new(),
+            opportunistic_retransmission: false,
+            penalisation: false,
         }
     }
 }

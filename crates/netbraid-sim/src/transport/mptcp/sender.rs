@@ -13,7 +13,7 @@ use crate::engine::Time;
 use crate::net::ext::{Dss, DssMapping, Ext, MptcpHandshake, MptcpOptions};
 use crate::net::packet::{tcp_flags, Body, TcpSegment};
 use crate::trace::counters::TransportCounters;
-use crate::transport::tcp::{RangeSet, TcpConfig, TcpSender};
+use crate::transport::tcp::{TcpConfig, TcpSender};
 use crate::transport::StreamSender;
 
 /// Subflow bytes [ssn, ssn + len) carry data bytes [dsn, dsn + len).
@@ -81,6 +81,13 @@ pub struct MptcpSender {
     /// Chunks to send again on another subflow: (dsn, len, subflow that had it).
     reinject: VecDeque<Reinjection>,
     reinjected_bytes: u64,
+    opportunistic_retransmission: bool,
+    penalisation: bool,
+    /// Bytes sent again by opportunistic retransmission, and penalisations.
+    opportunistic_bytes: u64,
+    penalisations: u64,
+    /// Per subflow: when it last triggered the receive-buffer optimisations.
+    last_optimisation: Vec<Option<Time>>,
     /// Scheduler state: the last subflow picked and what is left of its burst.
     last_pick: usize,
     burst_left: u64,
@@ -128,6 +135,11 @@ impl MptcpSender {
             established: false,
             reinject: VecDeque::new(),
             reinjected_bytes: 0,
+            opportunistic_retransmission: mptcp.opportunistic_retransmission,
+            penalisation: mptcp.penalisation,
+            opportunistic_bytes: 0,
+            penalisations: 0,
+            last_optimisation: Vec::new(),
             last_pick: 0,
             burst_left: 0,
             completed_at: None,
@@ -144,6 +156,11 @@ impl MptcpSender {
     /// Data bytes sent again on another subflow after a timeout.
     pub fn reinjected_bytes(&self) -> u64 {
         self.reinjected_bytes
+    }
+    /// Bytes sent again by opportunistic retransmission, and how many times
+    /// a subflow was penalised.
+    pub fn optimisations(&self) -> (u64, u64) {
+        (self.opportunistic_bytes, self.penalisations)
     }
     pub fn subflow(&self, i: usize) -> &TcpSender {
         &self.subflows[i].tcp
@@ -241,7 +258,66 @@ impl MptcpSender {
                 self.data_nxt += len;
             }
         }
+        if (self.opportunistic_retransmission || self.penalisation) && self.window_blocked() {
+            if cands.is_empty() {
+                cands.extend((0..self.subflows.len()).map(|k| self.candidate(k)));
+            }
+            self.optimise_receive_buffer(now, &cands, out);
+        }
         self.cands = cands;
+    }
+
+    /// The application has data the connection's window keeps back.
+    fn window_blocked(&self) -> bool {
+        let end = self.app_end.unwrap_or(u64::MAX);
+        self.data_nxt < end && self.data_nxt + self.mss.min(end - self.data_nxt) > self.window_edge
+    }
+
+    /// The out-of-tree kernel's `mptcp_rcv_buf_optimization`, for the subflow
+    /// `s` the scheduler would give new data: the chunk at DATA_ACK, carried
+    /// by another subflow, goes again on `s` if `s` has not carried it and
+    /// the other subflow is slow to deliver it (cwnd ≤ 4 segments or srtt >
+    /// 4 × s's); and, at most once per s's srtt, that subflow is penalised.
+    fn optimise_receive_buffer(&mut self, now: Time, cands: &[Candidate], out: &mut Outbox) {
+        let Some((s, _)) = self.scheduler.pick(cands, self.last_pick, None) else {
+            return;
+        };
+        let una = self.data_una;
+        let carries = |k: usize| self.subflows[k].maps.iter().find(|m| m.dsn == una).copied();
+        let Some((owner, chunk)) = (0..self.subflows.len())
+            .filter(|&k| k != s)
+            .find_map(|k| carries(k).map(|m| (k, m)))
+        else {
+            return;
+        };
+        let s_carries = carries(s).is_some();
+        let srtt_s = self.subflows[s].tcp.srtt().unwrap_or(0);
+        let owner_srtt = self.subflows[owner].tcp.srtt().unwrap_or(0);
+        // Penalisation: the slower subflow that has the chunk, in the Open state.
+        if self.penalisation && owner_srtt > srtt_s {
+            if self.last_optimisation.len() < self.subflows.len() {
+                self.last_optimisation.resize(self.subflows.len(), None);
+            }
+            let due = self.last_optimisation[s].map_or(true, |t| now >= t + srtt_s);
+            if due && self.subflows[owner].tcp.penalise() {
+                self.last_optimisation[s] = Some(now);
+                self.penalisations += 1;
+            }
+        }
+        // Opportunistic retransmission, on a subflow with nothing waiting (so
+        // the chunk is one segment of its own).
+        let slow = self.subflows[owner].tcp.cwnd() <= 4 * self.mss || owner_srtt > 4 * srtt_s;
+        if self.opportunistic_retransmission && slow && !s_carries && self.subflows[s].tcp.unsent() == 0 {
+            let sub = &mut self.subflows[s];
+            sub.maps.push_back(Map {
+                ssn: sub.tcp.written_end(),
+                dsn: chunk.dsn,
+                len: chunk.len,
+            });
+            sub.tcp.write(now, chunk.len, &mut self.scratch);
+            self.flush_subflow(s, out);
+            self.opportunistic_bytes += chunk.len;
+        }
     }
 
     /// The next chunk and its subflow: the first queued reinjection some

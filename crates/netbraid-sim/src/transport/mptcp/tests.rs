@@ -70,6 +70,17 @@ fn tcp_cfg(cc: &str) -> TcpConfig {
 /// An MPTCP flow with subflows from each client interface to the server's
 /// first address, as Linux's path manager makes them.
 fn mptcp_flow(tcp: TcpConfig, scheduler: Scheduler, bytes: Option<u64>) -> FlowSpec {
+    mptcp_flow_with(
+        tcp,
+        MptcpConfig {
+            scheduler,
+            ..MptcpConfig::default()
+        },
+        bytes,
+    )
+}
+
+fn mptcp_flow_with(tcp: TcpConfig, mptcp: MptcpConfig, bytes: Option<u64>) -> FlowSpec {
     FlowSpec {
         name: "m".into(),
         src: 0,
@@ -89,14 +100,7 @@ fn mptcp_flow(tcp: TcpConfig, scheduler: Scheduler, bytes: Option<u64>) -> FlowS
         start_ns: 0,
         start_jitter_ns: 0,
         stop_ns: None,
-        kind: FlowKind::Mptcp {
-            tcp,
-            bytes,
-            mptcp: MptcpConfig {
-                scheduler,
-                backup: vec![],
-            },
-        },
+        kind: FlowKind::Mptcp { tcp, bytes, mptcp },
     }
 }
 
@@ -270,8 +274,8 @@ fn a_cut_path_does_not_stop_the_transfer() {
 
 #[test]
 fn a_small_shared_buffer_blocks_the_fast_path_behind_the_slow_one() {
-    // protocols.md §5.4–5.5: 10 ms and 100 ms round trips, 20 Mb/s each,
-    // a 64 KB connection buffer, far below RTT_max × Σ rate (500 KB): data
+    // protocols.md §5.4–5.5: 10 ms and 210 ms round trips, 10 Mb/s each,
+    // a 64 KB connection buffer, far below RTT_max × Σ rate (525 KB): data
     // on the slow path holds DATA_ACK back, the fast path's data fills the
     // buffer, and the connection gets less than the fast path alone would.
     let mut tcp = tcp_cfg("reno");
@@ -279,8 +283,8 @@ fn a_small_shared_buffer_blocks_the_fast_path_behind_the_slow_one() {
     tcp.sndbuf = 64 * 1024;
     let paths = || {
         [
-            (20 * MBPS, 5 * MILLISECOND, LossSpec::None),
-            (20 * MBPS, 50 * MILLISECOND, LossSpec::None),
+            (10 * MBPS, 5 * MILLISECOND, LossSpec::None),
+            (10 * MBPS, 105 * MILLISECOND, LossSpec::None),
         ]
     };
     let (m, max_held, duplicates) = run_watched(&two_links(
@@ -296,7 +300,10 @@ fn a_small_shared_buffer_blocks_the_fast_path_behind_the_slow_one() {
         2 * SECOND,
     ));
     let (mg, tg) = (m.flows[0].goodput_bps, t.flows[0].goodput_bps);
-    assert!(mg < tg, "mptcp {mg} should fall below the fast path alone {tg}");
+    assert!(
+        mg < 0.8 * tg,
+        "mptcp {mg} should fall well below the fast path alone {tg}"
+    );
     assert!(max_held <= tcp.rcvbuf, "held {max_held} > buffer {}", tcp.rcvbuf);
     assert_eq!(duplicates, 0);
 }
@@ -532,7 +539,7 @@ mod harness {
                 .collect();
             let mcfg = MptcpConfig {
                 scheduler: sched,
-                backup: vec![],
+                ..MptcpConfig::default()
             };
             let mut rx = MptcpReceiver::new(&cfg, paths);
             rx.set_reader_waiting(true);
@@ -828,4 +835,53 @@ fn subflow_shares_count_each_byte_once() {
         (shares - 1.0).abs() < 1e-9,
         "shares sum to {shares} ({dups} duplicate bytes)"
     );
+}
+
+#[test]
+fn receive_buffer_optimisations_raise_goodput_under_a_small_buffer() {
+    // protocols.md §5.4-5.5: 10 Mb/s paths with 10 and 210 ms round trips
+    // and a 64 KB buffer (far below RTT_max × Σ rate ≈ 500 KB): goodput falls
+    // below the fast path alone; opportunistic retransmission sends the chunk
+    // holding DATA_ACK back again on the fast subflow, penalisation shrinks
+    // the slow subflow's window: goodput rises. (With the default scheduler,
+    // which keeps giving the slow subflow bursts; minRTT alone already
+    // avoids most of the blocking here.)
+    let tcp = TcpConfig {
+        rcvbuf: 64 * 1024,
+        sndbuf: 64 * 1024,
+        cc: "reno".into(),
+        ..TcpConfig::default()
+    };
+    let paths = || {
+        [
+            (10 * MBPS, 5 * MILLISECOND, LossSpec::None),
+            (10 * MBPS, 105 * MILLISECOND, LossSpec::None),
+        ]
+    };
+    let goodput = |opt: bool| {
+        let cfg = MptcpConfig {
+            opportunistic_retransmission: opt,
+            penalisation: opt,
+            ..MptcpConfig::default()
+        };
+        let (r, max_held, _) = run_watched(&two_links(
+            paths(),
+            vec![mptcp_flow_with(tcp.clone(), cfg, None)],
+            10 * SECOND,
+            2 * SECOND,
+        ));
+        assert!(max_held <= tcp.rcvbuf);
+        r.flows[0].goodput_bps
+    };
+    let (without, with) = (goodput(false), goodput(true));
+    let fast_alone = run(&two_links(
+        paths(),
+        vec![tcp_flow(tcp.clone(), 0)],
+        10 * SECOND,
+        2 * SECOND,
+    ))
+    .flows[0]
+        .goodput_bps;
+    assert!(without < fast_alone, "{without} vs the fast path alone {fast_alone}");
+    assert!(with > 1.5 * without, "with {with} vs without {without}");
 }

@@ -326,6 +326,15 @@ impl TcpSender {
             0
         }
     }
+    /// MPTCP's penalisation (see `CongestionControl::penalise`), applied
+    /// only in the Open state (not in recovery, no timeout pending).
+    pub fn penalise(&mut self) -> bool {
+        if self.in_recovery || self.timed_out() {
+            return false;
+        }
+        self.cc.penalise();
+        true
+    }
     /// An RTT measured outside the data (an MPTCP join's SYN → SYN/ACK, not
     /// retransmitted): the estimator starts from it, as Linux's does from
     /// the handshake.

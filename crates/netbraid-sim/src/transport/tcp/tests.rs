@@ -398,6 +398,9 @@ fn controller_sees_rtt_samples_and_rounds() {
         fn on_timeout(&mut self, now: Time, flight: u64, first: bool) {
             self.0.on_timeout(now, flight, first)
         }
+        fn penalise(&mut self) {
+            self.0.penalise()
+        }
         fn window(&self) -> u64 {
             self.0.window()
         }
