@@ -104,9 +104,33 @@ pub const DSS_ACK_BYTES: u32 = 12;
 /// every packet and needs one for every packet it sends, so in steady state
 /// none is allocated (the per-packet cost of options is then a copy).
 #[derive(Default)]
+#[allow(clippy::vec_box)] // the boxes themselves are what is reused
 struct OptionBoxes(Vec<Box<crate::net::ext::Ext>>);
 
 impl OptionBoxes {
+    /// A subflow's TCP segment: the segment, its path (one of `paths`) and
+    /// its MPTCP options, keeping the packet's box for reuse.
+    fn open(
+        &mut self,
+        rx: crate::endpoint::Received<'_>,
+        paths: usize,
+    ) -> Option<(
+        crate::net::packet::TcpSegment,
+        usize,
+        Option<crate::net::ext::MptcpOptions>,
+    )> {
+        let crate::net::packet::Body::Tcp(seg) = &rx.packet.body else {
+            return None;
+        };
+        let i = rx.packet.path as usize;
+        let opts = match rx.ext.as_deref() {
+            Some(crate::net::ext::Ext::Mptcp(o)) => Some(o.clone()),
+            _ => None,
+        };
+        self.keep(rx.ext);
+        (i < paths).then_some((*seg, i, opts))
+    }
+
     /// Keep a received packet's box (a bounded number of them).
     fn keep(&mut self, ext: Option<Box<crate::net::ext::Ext>>) {
         if let Some(b) = ext {

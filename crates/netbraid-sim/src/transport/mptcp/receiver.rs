@@ -8,7 +8,7 @@ use super::DSS_ACK_BYTES;
 use crate::endpoint::{Outbox, Received, Scope, Snapshot, Transmit};
 use crate::engine::time::earliest;
 use crate::engine::Time;
-use crate::net::ext::{Dss, Ext, MptcpHandshake, MptcpOptions};
+use crate::net::ext::{Dss, MptcpHandshake, MptcpOptions};
 use crate::net::packet::{ecn, tcp_flags, Body, TcpSegment};
 use crate::trace::counters::TransportCounters;
 use crate::transport::tcp::{RangeSet, TcpConfig, TcpReceiver};
@@ -247,20 +247,11 @@ impl MptcpReceiver {
 
 impl StreamReceiver for MptcpReceiver {
     fn on_packet(&mut self, now: Time, rx: Received<'_>, out: &mut Outbox) {
-        let Body::Tcp(seg) = &rx.packet.body else {
+        let (wire_size, ce) = (rx.packet.size, rx.packet.ecn == ecn::CE);
+        let Some((seg, i, opts)) = self.boxes.open(rx, self.subflows.len()) else {
             return;
         };
-        let i = rx.packet.path as usize;
-        if i >= self.subflows.len() {
-            return;
-        }
-        let ext = rx.ext;
-        let opts = match ext.as_deref() {
-            Some(Ext::Mptcp(o)) => Some(o.clone()),
-            _ => None,
-        };
-        self.boxes.keep(ext);
-        let opts = opts.as_ref();
+        let (seg, opts) = (&seg, opts.as_ref());
         if let Some(MptcpHandshake::Join { packet }) = opts.and_then(|o| o.handshake) {
             if packet == 1 || packet == 3 {
                 self.answer_join(i, packet, out);
@@ -278,8 +269,7 @@ impl StreamReceiver for MptcpReceiver {
             let old = sub.pending.insert(m.ssn, (m.dsn, m.len as u64));
             sub.pending_bytes += m.len as u64 - old.map_or(0, |(_, len)| len);
         }
-        sub.tcp
-            .on_segment(now, seg, rx.packet.size, rx.packet.ecn == ecn::CE, &mut self.scratch);
+        sub.tcp.on_segment(now, seg, wire_size, ce, &mut self.scratch);
         let after = sub.tcp.rcv_nxt();
         if let Some(m) = held_back {
             self.min_pending_dsn = self.min_pending_dsn.min(m.dsn);

@@ -10,7 +10,7 @@ use crate::cc::{CongestionControl, SubflowView};
 use crate::endpoint::{Outbox, Received, Report, Scope, SenderState, Snapshot, Transmit};
 use crate::engine::time::earliest;
 use crate::engine::Time;
-use crate::net::ext::{Dss, DssMapping, Ext, MptcpHandshake, MptcpOptions};
+use crate::net::ext::{Dss, DssMapping, MptcpHandshake, MptcpOptions};
 use crate::net::packet::{tcp_flags, Body, TcpSegment};
 use crate::trace::counters::TransportCounters;
 use crate::transport::tcp::{TcpConfig, TcpSender};
@@ -298,7 +298,7 @@ impl MptcpSender {
             if self.last_optimisation.len() < self.subflows.len() {
                 self.last_optimisation.resize(self.subflows.len(), None);
             }
-            let due = self.last_optimisation[s].map_or(true, |t| now >= t + srtt_s);
+            let due = self.last_optimisation[s].is_none_or(|t| now >= t + srtt_s);
             if due && self.subflows[owner].tcp.penalise() {
                 self.last_optimisation[s] = Some(now);
                 self.penalisations += 1;
@@ -469,7 +469,7 @@ impl MptcpSender {
         if packet == 3
             && seg.flags & tcp_flags::SYN == 0
             && handshake.is_none()
-            && opts.map_or(true, |o| o.dss.is_none())
+            && opts.is_none_or(|o| o.dss.is_none())
         {
             self.subflows[i].join = Join::Active;
             return true;
@@ -556,25 +556,15 @@ impl StreamSender for MptcpSender {
         self.app_end = Some(self.data_nxt);
     }
     fn on_packet(&mut self, now: Time, rx: Received<'_>, out: &mut Outbox) {
-        let Body::Tcp(seg) = &rx.packet.body else {
+        let Some((seg, i, opts)) = self.boxes.open(rx, self.subflows.len()) else {
             return;
         };
-        let i = rx.packet.path as usize;
-        if i >= self.subflows.len() {
-            return;
-        }
-        let ext = rx.ext;
-        let opts = match ext.as_deref() {
-            Some(Ext::Mptcp(o)) => Some(o.clone()),
-            _ => None,
-        };
-        self.boxes.keep(ext);
-        let opts = opts.as_ref();
+        let (seg, opts) = (&seg, opts.as_ref());
         if self.subflows[i].join != Join::Active {
             self.on_join_packet(now, i, seg, opts, out);
         } else if seg.flags & tcp_flags::ACK != 0
             && seg.flags & tcp_flags::SYN == 0
-            && opts.map_or(true, |o| o.handshake.is_none())
+            && opts.is_none_or(|o| o.handshake.is_none())
         {
             // (a late duplicate of a handshake packet is not a subflow ACK)
             self.on_data_ack(now, i, seg, opts.and_then(|o| o.dss.as_ref()), out);
