@@ -280,7 +280,8 @@ class Flow(TcpOptions):
     destination interface). The initial subflow leaves from `from_iface`
     (default: the source's first interface) to `to_iface` (default: the
     destination's first). `scheduler`: "default" (Linux upstream's),
-    "min_rtt" (the out-of-tree kernel's) or "round_robin"; `backup`: the
+    "min_rtt" (the out-of-tree kernel's), "round_robin" or "redundant"
+    (every segment on every subflow); `backup`: the
     source interfaces whose subflows carry data only when no other can;
     `opportunistic_retransmission` and `penalisation`: the out-of-tree
     kernel's receive-buffer optimisations (off by default, as upstream).
@@ -310,7 +311,7 @@ class Flow(TcpOptions):
     bytes: Optional[Annotated[Size, Field(ge=1)]] = None
     read_rate: Optional[Rate] = None
     subflows: Optional[Literal["per_interface", "fullmesh"]] = None
-    scheduler: Optional[Literal["default", "min_rtt", "round_robin"]] = None
+    scheduler: Optional[Literal["default", "min_rtt", "round_robin", "redundant"]] = None
     backup: Optional[list[Index]] = None
     opportunistic_retransmission: Optional[Flag] = None
     penalisation: Optional[Flag] = None

@@ -13,6 +13,11 @@
 //!   RTT sample yet counts as 0 (it is tried first).
 //! - `RoundRobin`: the out-of-tree `mptcp_rr.c` with its defaults: one
 //!   segment to each subflow with room in turn.
+//! - `Redundant`: the out-of-tree `mptcp_redundant.c`: every segment on
+//!   every subflow, each subflow taking the oldest data not yet DATA_ACKed
+//!   that it has not carried when its cwnd has room (lowest RTT first); the
+//!   receiver keeps the first copy. Latency for throughput: the connection
+//!   gets about what its best path could carry alone.
 //!
 //! All skip subflows still joining or in the Loss state (a timeout and no
 //! new ACK since), and use backup subflows only when no active one is
@@ -31,6 +36,7 @@ pub enum Scheduler {
     Default,
     MinRtt,
     RoundRobin,
+    Redundant,
 }
 
 /// Linux's MPTCP_SEND_BURST_SIZE.
@@ -74,7 +80,7 @@ impl Scheduler {
                     .min_by(|(_, a), (_, b)| linger(a).total_cmp(&linger(b)))?;
                 (c.unsent < c.cwnd && c.unsent % c.mss == 0).then_some((i, SEND_BURST))
             }
-            Scheduler::MinRtt => subflows
+            Scheduler::MinRtt | Scheduler::Redundant => subflows
                 .iter()
                 .enumerate()
                 .filter(|&(i, c)| tier(i, c) && has_room(c))

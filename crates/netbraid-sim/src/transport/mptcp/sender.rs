@@ -88,6 +88,8 @@ pub struct MptcpSender {
     penalisations: u64,
     /// Per subflow: when it last triggered the receive-buffer optimisations.
     last_optimisation: Vec<Option<Time>>,
+    /// Redundant scheduler: per subflow, the next data byte it is to carry.
+    redundant_next: Vec<u64>,
     /// Scheduler state: the last subflow picked and what is left of its burst.
     last_pick: usize,
     burst_left: u64,
@@ -140,6 +142,7 @@ impl MptcpSender {
             opportunistic_bytes: 0,
             penalisations: 0,
             last_optimisation: Vec::new(),
+            redundant_next: Vec::new(),
             last_pick: 0,
             burst_left: 0,
             completed_at: None,
@@ -218,6 +221,9 @@ impl MptcpSender {
         if !self.started {
             return;
         }
+        if self.scheduler == Scheduler::Redundant {
+            return self.push_redundant(now, out);
+        }
         // Computed once: a subflow's room costs a walk of its scoreboard in
         // SACK recovery; after each write only the chosen one changes, and
         // its room by exactly the bytes written (sent or queued).
@@ -265,6 +271,55 @@ impl MptcpSender {
             self.optimise_receive_buffer(now, &cands, out);
         }
         self.cands = cands;
+    }
+
+    /// The redundant scheduler: every subflow with room takes the oldest chunk
+    /// not yet DATA_ACKed that it has not carried, or new data; lowest RTT first.
+    fn push_redundant(&mut self, now: Time, out: &mut Outbox) {
+        let n = self.subflows.len();
+        self.redundant_next.resize(n, 0);
+        let usable = |s: &Subflow| s.join == Join::Active && !s.tcp.timed_out();
+        let backups_only = !self.subflows.iter().any(|s| usable(s) && !s.backup);
+        let mut order: Vec<usize> = (0..n)
+            .filter(|&i| usable(&self.subflows[i]) && self.subflows[i].backup == backups_only)
+            .collect();
+        order.sort_by_key(|&i| self.subflows[i].tcp.srtt().unwrap_or(0));
+        loop {
+            let mut sent = false;
+            for &i in &order {
+                let t = &self.subflows[i].tcp;
+                if t.send_room() < self.mss || t.unsent() > 0 {
+                    continue;
+                }
+                // chunks are whole segments from data sequence 0 (the
+                // application's last excepted), so DATA_ACK and every
+                // chunk's end are chunk boundaries
+                let from = self.redundant_next[i].max(self.data_una);
+                let (dsn, len, new) = if from < self.data_nxt {
+                    (from, self.mss.min(self.data_nxt - from), false)
+                } else if let Some(len) = self.new_chunk_len() {
+                    (self.data_nxt, len, true)
+                } else {
+                    continue;
+                };
+                let sub = &mut self.subflows[i];
+                sub.maps.push_back(Map {
+                    ssn: sub.tcp.written_end(),
+                    dsn,
+                    len,
+                });
+                sub.tcp.write(now, len, &mut self.scratch);
+                self.flush_subflow(i, out);
+                self.redundant_next[i] = dsn + len;
+                if new {
+                    self.data_nxt += len;
+                }
+                sent = true;
+            }
+            if !sent {
+                break;
+            }
+        }
     }
 
     /// The application has data the connection's window keeps back.
@@ -466,10 +521,7 @@ impl MptcpSender {
             self.send_join(now, i, 3, self.cfg.rto_initial, false, out);
             return true;
         }
-        if packet == 3
-            && seg.flags & tcp_flags::SYN == 0
-            && handshake.is_none()
-            && opts.is_none_or(|o| o.dss.is_none())
+        if packet == 3 && seg.flags & tcp_flags::SYN == 0 && handshake.is_none() && opts.is_none_or(|o| o.dss.is_none())
         {
             self.subflows[i].join = Join::Active;
             return true;
@@ -516,7 +568,9 @@ impl MptcpSender {
     /// Subflow `i` timed out: its data not yet DATA_ACKed goes again on
     /// another subflow (again, if an earlier copy went to one that failed too).
     fn reinject_from(&mut self, i: usize) {
-        if self.subflows.iter().filter(|s| s.join == Join::Active).count() < 2 {
+        // (the redundant scheduler sends everything on every subflow anyway)
+        if self.scheduler == Scheduler::Redundant || self.subflows.iter().filter(|s| s.join == Join::Active).count() < 2
+        {
             return;
         }
         let queued: std::collections::HashSet<u64> = self.reinject.iter().map(|r| r.dsn).collect();
