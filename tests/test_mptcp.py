@@ -68,6 +68,27 @@ def test_full_mesh_makes_a_subflow_per_pair_of_interfaces():
     assert f["goodput_bps"] <= 100e6 * PAYLOAD * 1.001
 
 
+def test_explicit_paths_make_those_subflows():
+    # the second path only, then the first as a backup: the initial subflow
+    # leaves from interface 1, and the backup carries nothing
+    r = nb.simulate(two_paths(paths=[{"from_iface": 1}, {"from_iface": 0, "backup": True}]))
+    f = r["flows"][0]
+    assert [s["links"][0] for s in f["subflows"]] == ["client->server#2", "client->server"]
+    assert f["subflows"][1]["goodput_bps"] == 0
+    assert f["subflows"][0]["goodput_bps"] > 0.9 * 50e6 * PAYLOAD
+
+
+def test_a_path_that_does_not_exist_is_refused():
+    # a router between the hosts with static routes that lead nowhere for one path
+    s = nb.Scenario(name="dead-end", duration="1s")
+    s.add_host("a").add_host("b").add_host("c").add_router("r")
+    s.add_link("a", "r", rate="10Mbps").add_link("a", "c", rate="10Mbps").add_link("r", "b", rate="10Mbps")
+    s.add_flow("m", "a", "b", kind="mptcp", paths=[{"from_iface": 0}, {"from_iface": 1}])
+    with pytest.raises(ScenarioError) as e:
+        nb.simulate(s)
+    assert "paths[1]" in str(e.value), str(e.value)
+
+
 def test_a_backup_subflow_carries_nothing_while_the_other_can_send():
     r = nb.simulate(two_paths(backup=[1]))
     backup = r["flows"][0]["subflows"][1]
@@ -124,6 +145,10 @@ def test_same_seed_same_result():
         ({"cc": "vegas"}, "cc", "lia"),
         ({"read_rate": "1Mbps"}, "read_rate", "tcp"),
         ({"penalisation": "yes"}, "penalisation", "bool"),
+        ({"paths": [{"from_iface": 3}]}, "paths[0].from_iface", "allowed: 0 to 1"),
+        ({"paths": [{"from_iface": 0, "backup": True}]}, "paths", "at least one"),
+        ({"paths": [{"from_iface": 0}, {"from_iface": 0}]}, "paths[1]", "earlier path"),
+        ({"paths": [{"from_iface": 0}], "subflows": "fullmesh"}, "subflows", "not with paths"),
     ],
 )
 def test_bad_mptcp_settings_name_the_field(flow, field, allowed):

@@ -169,8 +169,20 @@ def mptcp_paths(where: str, f, src: int, dst: int, ifaces_of: dict[int, list[int
     """The subflows of an MPTCP flow as paths (pairs of interfaces), the
     initial one first, and which are backups."""
     src_ifaces, dst_ifaces = ifaces_of[src], ifaces_of[dst]
-    first_src = iface(f"{where}.from_iface", src, f.from_iface) if f.from_iface is not None else src_ifaces[0]
     first_dst = iface(f"{where}.to_iface", dst, f.to_iface) if f.to_iface is not None else dst_ifaces[0]
+    if f.paths is not None:
+        paths = []
+        for k, p in enumerate(f.paths):
+            a = iface(f"{where}.paths[{k}].from_iface", src, p.from_iface)
+            b = iface(f"{where}.paths[{k}].to_iface", dst, p.to_iface) if p.to_iface is not None else first_dst
+            if (a, b) in paths:
+                raise ScenarioError(f"{where}.paths[{k}]: the same pair of interfaces as an earlier path")
+            paths.append((a, b))
+        backup = [p.backup for p in f.paths]
+        if all(backup):
+            raise ScenarioError(f"{where}.paths: every subflow is a backup; at least one must be active")
+        return [{"src_iface": a, "dst_iface": b} for a, b in paths], backup
+    first_src = iface(f"{where}.from_iface", src, f.from_iface) if f.from_iface is not None else src_ifaces[0]
     ordered_src = [first_src] + [i for i in src_ifaces if i != first_src]
     if (f.subflows or "per_interface") == "per_interface":
         pairs = [(i, first_dst) for i in ordered_src]

@@ -261,9 +261,20 @@ class TcpOptions(Strict):
 
 TCP_FIELDS = tuple(TcpOptions.model_fields)
 #: MPTCP's own settings on a flow (simulator only)
-MPTCP_FIELDS = ("subflows", "scheduler", "backup", "opportunistic_retransmission", "penalisation")
+MPTCP_FIELDS = ("subflows", "paths", "scheduler", "backup", "opportunistic_retransmission", "penalisation")
 
 # ---- traffic ---------------------------------------------------------------
+
+
+class SubflowPath(Strict):
+    """One subflow of an MPTCP flow given explicitly: from the source's
+    interface `from_iface` to the destination's `to_iface` (default: the
+    flow's `to_iface`, else the destination's first), as an
+    `ip mptcp endpoint` entry; `backup` as in `ip mptcp endpoint … backup`."""
+
+    from_iface: Index
+    to_iface: Optional[Index] = None
+    backup: Flag = False
 
 
 class Flow(TcpOptions):
@@ -283,6 +294,8 @@ class Flow(TcpOptions):
     "min_rtt" (the out-of-tree kernel's), "round_robin" or "redundant"
     (every segment on every subflow); `backup`: the
     source interfaces whose subflows carry data only when no other can;
+    `paths`: the subflows given one by one instead (a list of
+    {from_iface, to_iface, backup}; the first is the initial subflow).
     `opportunistic_retransmission` and `penalisation`: the out-of-tree
     kernel's receive-buffer optimisations (off by default, as upstream).
     These are simulator settings; on emu the kernel decides.
@@ -311,6 +324,7 @@ class Flow(TcpOptions):
     bytes: Optional[Annotated[Size, Field(ge=1)]] = None
     read_rate: Optional[Rate] = None
     subflows: Optional[Literal["per_interface", "fullmesh"]] = None
+    paths: Optional[Annotated[list[SubflowPath], Field(min_length=1, max_length=64)]] = None
     scheduler: Optional[Literal["default", "min_rtt", "round_robin", "redundant"]] = None
     backup: Optional[list[Index]] = None
     opportunistic_retransmission: Optional[Flag] = None
@@ -331,6 +345,11 @@ class Flow(TcpOptions):
                     raise ValueError(f"{f}: applies only to mptcp flows, not to kind = \"{self.kind}\"")
         elif self.read_rate is not None:
             raise ValueError("read_rate: a slow reader is modelled for kind = \"tcp\" only (the MPTCP receiver reads as data arrives)")
+        elif self.paths is not None:
+            for f in ("subflows", "backup", "from_iface"):
+                if getattr(self, f) is not None:
+                    raise ValueError(f"{f}: not with paths (paths lists every subflow and its backup flag; "
+                                     "the first is the initial one)")
         if self.kind in ("cbr", "onoff"):
             if self.rate is None:
                 raise ValueError(f"rate: required for a {self.kind} flow (e.g. rate = \"1Mbps\")")
