@@ -95,9 +95,6 @@ impl MptcpReceiver {
         }
     }
 
-    pub fn data_ack(&self) -> u64 {
-        self.data_ack
-    }
     /// Bytes held now: unread in-order data, connection-level out-of-order
     /// data, and subflow-level out-of-order data.
     pub fn held(&self) -> u64 {

@@ -78,14 +78,10 @@ pub struct MptcpSender {
     started: bool,
     /// The connection is established (first ACK on the initial subflow).
     established: bool,
-    /// Chunks to send again on another subflow: (dsn, len, subflow that had it).
+    /// Chunks to send again on another subflow, oldest first.
     reinject: VecDeque<Reinjection>,
-    reinjected_bytes: u64,
     opportunistic_retransmission: bool,
     penalisation: bool,
-    /// Bytes sent again by opportunistic retransmission, and penalisations.
-    opportunistic_bytes: u64,
-    penalisations: u64,
     /// Per subflow: when it last triggered the receive-buffer optimisations.
     last_optimisation: Vec<Option<Time>>,
     /// Redundant scheduler: per subflow, the next data byte it is to carry.
@@ -113,6 +109,7 @@ impl MptcpSender {
         sub_cfg.nodelay = true;
         sub_cfg.sndbuf = u32::MAX as u64;
         sub_cfg.rcvbuf = u32::MAX as u64;
+        let n = controllers.len();
         let subflows = controllers
             .into_iter()
             .enumerate()
@@ -136,13 +133,10 @@ impl MptcpSender {
             started: false,
             established: false,
             reinject: VecDeque::new(),
-            reinjected_bytes: 0,
             opportunistic_retransmission: mptcp.opportunistic_retransmission,
             penalisation: mptcp.penalisation,
-            opportunistic_bytes: 0,
-            penalisations: 0,
-            last_optimisation: Vec::new(),
-            redundant_next: Vec::new(),
+            last_optimisation: vec![None; n],
+            redundant_next: vec![0; n],
             last_pick: 0,
             burst_left: 0,
             completed_at: None,
@@ -155,15 +149,6 @@ impl MptcpSender {
 
     pub fn data_acked(&self) -> u64 {
         self.data_una
-    }
-    /// Data bytes sent again on another subflow after a timeout.
-    pub fn reinjected_bytes(&self) -> u64 {
-        self.reinjected_bytes
-    }
-    /// Bytes sent again by opportunistic retransmission, and how many times
-    /// a subflow was penalised.
-    pub fn optimisations(&self) -> (u64, u64) {
-        (self.opportunistic_bytes, self.penalisations)
     }
     pub fn subflow(&self, i: usize) -> &TcpSender {
         &self.subflows[i].tcp
@@ -259,7 +244,6 @@ impl MptcpSender {
             };
             if let Some(k) = reinjection {
                 self.reinject.remove(k);
-                self.reinjected_bytes += len;
             } else {
                 self.data_nxt += len;
             }
@@ -277,7 +261,6 @@ impl MptcpSender {
     /// not yet DATA_ACKed that it has not carried, or new data; lowest RTT first.
     fn push_redundant(&mut self, now: Time, out: &mut Outbox) {
         let n = self.subflows.len();
-        self.redundant_next.resize(n, 0);
         let usable = |s: &Subflow| s.join == Join::Active && !s.tcp.timed_out();
         let backups_only = !self.subflows.iter().any(|s| usable(s) && !s.backup);
         let mut order: Vec<usize> = (0..n)
@@ -350,13 +333,9 @@ impl MptcpSender {
         let owner_srtt = self.subflows[owner].tcp.srtt().unwrap_or(0);
         // Penalisation: the slower subflow that has the chunk, in the Open state.
         if self.penalisation && owner_srtt > srtt_s {
-            if self.last_optimisation.len() < self.subflows.len() {
-                self.last_optimisation.resize(self.subflows.len(), None);
-            }
             let due = self.last_optimisation[s].is_none_or(|t| now >= t + srtt_s);
             if due && self.subflows[owner].tcp.penalise() {
                 self.last_optimisation[s] = Some(now);
-                self.penalisations += 1;
             }
         }
         // Opportunistic retransmission, on a subflow with nothing waiting (so
@@ -371,7 +350,6 @@ impl MptcpSender {
             });
             sub.tcp.write(now, chunk.len, &mut self.scratch);
             self.flush_subflow(s, out);
-            self.opportunistic_bytes += chunk.len;
         }
     }
 
