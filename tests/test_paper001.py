@@ -60,3 +60,24 @@ def test_bad_options_are_refused():
     assert r.returncode != 0 and "simulation study" in r.stderr
     with pytest.raises(ScenarioError, match="kind"):
         p001.scenario("sctp")
+
+
+def test_explain_switches_the_shared_buffer(tmp_path):
+    # The findings' points with mechanisms switched. At 10 ms on Path0 and
+    # 400 KB, the one shared buffer is what holds MPTCP back: 8 × the buffer
+    # (3.2 MB, above Path0's 1.26 MB bandwidth-delay product) fills both
+    # paths; as Linux, the connection stays far below that.
+    r = subprocess.run(["netbraid", "paper", "001", "--explain", "--quick", "--out", str(tmp_path), "-q"],
+                       capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr
+    assert "as Linux" in r.stdout and "buffer ×8" in r.stdout
+    import json
+
+    cells = json.loads((tmp_path / "explain" / "explain.json").read_text())["cells"]["sim"]["10 ms, 400 KB"]
+    both_paths = 2 * 1e9 * 1448 / 1528 / 1e6
+    assert cells["buffer ×8"]["total"]["mean"] > 0.9 * both_paths
+    assert cells["as Linux"]["total"]["mean"] < 0.5 * both_paths
+    # TCP on Path0: window / RTT (400 KiB over 10.1 ms: the delay is one way)
+    assert cells["TCP (Path0)"]["total"]["mean"] <= 400 * 1024 * 8 / 0.0101 / 1e6 * 1.001
+    r = subprocess.run(["netbraid", "paper", "003", "--explain"], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "--explain" in r.stderr

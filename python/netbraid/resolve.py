@@ -328,7 +328,8 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                     paths, backup = mptcp_paths(where, f, a, b, ifaces_of, iface)
                     spec.update(paths=paths, mptcp={"scheduler": f.scheduler or "default", "backup": backup,
                                                     "opportunistic_retransmission": bool(f.opportunistic_retransmission),
-                                                    "penalisation": bool(f.penalisation)})
+                                                    "penalisation": bool(f.penalisation),
+                                                    "reinjection": f.reinjection})
                 if f.kind in ("tcp", "mptcp"):
                     spec.update(kind=f.kind, tcp=tcp, bytes=f.bytes)
                     if f.kind == "tcp":

@@ -261,7 +261,8 @@ class TcpOptions(Strict):
 
 TCP_FIELDS = tuple(TcpOptions.model_fields)
 #: MPTCP's own settings on a flow (simulator only)
-MPTCP_FIELDS = ("subflows", "paths", "scheduler", "backup", "opportunistic_retransmission", "penalisation")
+MPTCP_FIELDS = ("subflows", "paths", "scheduler", "backup", "opportunistic_retransmission", "penalisation",
+                "reinjection")
 
 # ---- traffic ---------------------------------------------------------------
 
@@ -298,6 +299,11 @@ class Flow(TcpOptions):
     {from_iface, to_iface, backup}; the first is the initial subflow).
     `opportunistic_retransmission` and `penalisation`: the out-of-tree
     kernel's receive-buffer optimisations (off by default, as upstream).
+    `reinjection`: "upstream" (a connection-level timer re-sends 32 KB from
+    DATA_ACK on an idle subflow; a subflow silent for 4 firings is stale)
+    or "subflow_timeout" (the out-of-tree kernel: a subflow's RTO sends all
+    its data again on the others); default: upstream's with the default
+    scheduler, the out-of-tree's with the others.
     These are simulator settings; on emu the kernel decides.
     kind = "cbr": UDP at a constant `rate` of payload, `packet_size` bytes each.
     kind = "onoff": UDP at `rate` while ON, with ON and OFF periods of mean
@@ -329,6 +335,7 @@ class Flow(TcpOptions):
     backup: Optional[list[Index]] = None
     opportunistic_retransmission: Optional[Flag] = None
     penalisation: Optional[Flag] = None
+    reinjection: Optional[Literal["upstream", "subflow_timeout"]] = None
     rate: Optional[Rate] = None
     packet_size: Optional[Annotated[Size, Field(ge=1, le=65507)]] = None  # IPv4 UDP payload limit
     burst_time: Optional[Annotated[Time, Field(gt=0)]] = None

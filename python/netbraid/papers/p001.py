@@ -191,6 +191,103 @@ def time_series(*, seed: int = 1) -> dict[str, dict[str, Any]]:
     return out
 
 
+# ---- explaining the findings -------------------------------------------------------
+
+#: Mechanisms switched on and off, one column each: (name, what it changes,
+#: MPTCP flow settings, window factor). The first is the model of upstream
+#: Linux that the sweeps use.
+VARIANTS: list[tuple[str, str, dict[str, Any], int]] = [
+    ("as Linux", "upstream's scheduler (bursts queued on the soonest-draining subflow, whatever its cwnd), "
+                 "its connection-level retransmission timer (32 KB from DATA_ACK on an idle subflow)", {}, 1),
+    ("RTO reinjection", "the out-of-tree kernel's reinjection: a subflow's RTO sends all its data on the other "
+                        "at once, and it gets no new data until it recovers", {"reinjection": "subflow_timeout"}, 1),
+    ("minRTT", "the out-of-tree scheduler: a subflow gets a segment only when its cwnd has room (no data "
+               "queued behind a slow subflow), with its RTO reinjection", {"scheduler": "min_rtt"}, 1),
+    ("buffer ×8", "as Linux with 8 × the window: the shared receive buffer is no longer what stops the clean "
+                  "subflow", {}, 8),
+]
+#: Where each finding is looked at: (figure, point, window KiB, delay ms, loss on Path0).
+EXPLAIN_POINTS: list[tuple[str, str, int, float, float]] = [
+    ("fig. 2-3", "no delay, 100 KB", 100, 0.0, 0.0),
+    ("fig. 2-4", "10 ms, 400 KB", 400, 10.0, 0.0),
+    ("fig. 5, 8", "20 % loss, 100 KB", 100, 0.0, 0.2),
+    ("fig. 5-7", "50 % loss, 100 KB", 100, 0.0, 0.5),
+]
+
+
+def explain(*, quick: bool = False, reps: int | None = None, seed: int = 1, workers: int | None = None,
+            out: Path | None = None, progress: bool = False, backend: str = "sim") -> dict[str, Any]:
+    """Each finding's point with the mechanisms switched one at a time
+    (`VARIANTS`), TCP on Path0 beside. On sim at the paper's rates; with
+    `backend` "emu" or "both" also the real kernel at EMU_SCALE, as it is and
+    with the buffer ×8 (the one switch the kernel has), beside the simulator
+    at the same scale. Returns {label: {point: {column: {"total", "clean"}}}}
+    in Mb/s (`clean`: the subflow on Path1)."""
+    if backend not in ("sim", "emu", "both"):
+        raise ScenarioError(f"--backend: {backend!r} is not allowed (sim, emu, both)")
+    cases = []  # (label, backend, scale, variants)
+    if backend in ("sim", "both"):
+        cases.append(("sim", "sim", 1.0, VARIANTS))
+    if backend in ("emu", "both"):
+        cases.append((f"sim ×{EMU_SCALE:g}", "sim", EMU_SCALE, VARIANTS))
+        cases.append((f"emu ×{EMU_SCALE:g}", "emu", EMU_SCALE, [v for v in VARIANTS if not v[2]]))
+    duration = 5.0 if quick else 10.0
+    results: dict[str, Any] = {"points": [p[1] for p in EXPLAIN_POINTS], "columns": {}, "cells": {}, "reps": {}}
+    for label, be, scale, variants in cases:
+        n = reps or ((3 if quick else DEFAULT_REPS) if be == "sim" else (2 if quick else 3))
+        results["reps"][label] = n
+        results["columns"][label] = ["TCP (Path0)"] + [v[0] for v in variants]
+        cells: dict[str, dict[str, Any]] = {}
+        for fig, point, w, d, p in EXPLAIN_POINTS:
+            cells[point] = {}
+            columns = [("TCP (Path0)", "tcp", {}, 1)] + [(name, "mptcp", extra, k) for name, _, extra, k in variants]
+            for name, kind, extra, factor in columns:
+                s = scenario(kind, w * factor, delay_ms=d, loss=p, duration_s=duration, scale=scale, backend=be)
+                for key, value in extra.items():
+                    setattr(s.flows[0], key, value)
+                tag = f"{label}-{point}-{name}".replace(" ", "").replace("×", "x").replace("%", "pc").replace(",", "")
+                where = None if out is None else out / "explain" / tag
+                runs, _ = execute(make_plan(s, reps=n, seed=seed, backend=be), where, workers=workers,
+                                  progress=progress, resume=where is not None and (where / "journal.jsonl").exists())
+                flows = runs[runs["subflow"].isna()] if "subflow" in runs else runs
+                total = mean_ci((flows["goodput_bps"] / 1e6).tolist())
+                clean = None
+                if kind == "mptcp":
+                    clean = mean_ci([_clean_goodput(runs[runs["run_id"] == r]) / 1e6 for r in flows["run_id"]])
+                cells[point][name] = {"total": total, "clean": clean}
+        results["cells"][label] = cells
+    return results
+
+
+def _clean_goodput(rows: pd.DataFrame) -> float:
+    """Goodput of one run's subflows other than the initial one: the first
+    by name on both backends (sim: "iperf#0"; emu: the Path0 address, the
+    lowest). 0 if the second subflow never joined."""
+    subs = rows[rows["subflow"].notna()].sort_values("subflow")
+    return float(subs["goodput_bps"].iloc[1:].fillna(0).sum())
+
+
+def explain_tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, header, rows) per backend: goodput of the connection, and in
+    brackets of its clean subflow (Path1), mean ± 95 % half-width."""
+    out = []
+    for label, cells in results["cells"].items():
+        header = ["point"] + results["columns"][label]
+        rows = []
+        for point in results["points"]:
+            row = [point]
+            for col in results["columns"][label]:
+                c = cells[point][col]
+                text = _cell(c["total"])
+                if c["clean"] is not None:
+                    text += f" ({c['clean']['mean']:.0f})"
+                row.append(text)
+            rows.append(row)
+        out.append((f"{label}: goodput (Mb/s; in brackets the clean subflow on Path1), "
+                    f"{results['reps'][label]} replications", header, rows))
+    return out
+
+
 # ---- output ---------------------------------------------------------------------
 
 

@@ -8,10 +8,9 @@
 //! data back in data order in **one** connection-level buffer, and every
 //! ACK on every subflow carries the cumulative DATA_ACK and the
 //! connection's window (relative to DATA_ACK). The sender sends a data byte
-//! only below DATA_ACK + that window, frees buffer only on DATA_ACK, and on
-//! a subflow's retransmission timeout re-sends (reinjects) that subflow's
-//! un-DATA_ACKed data on the others; the receiver drops duplicates by data
-//! sequence.
+//! only below DATA_ACK + that window, frees buffer only on DATA_ACK, and
+//! re-sends (reinjects) data held up on one subflow on another, as
+//! `Reinjection` chooses; the receiver drops duplicates by data sequence.
 //!
 //! Modelled as Linux does it, with these simplifications (stated so results
 //! are read correctly):
@@ -35,6 +34,33 @@ mod sender;
 
 pub use receiver::MptcpReceiver;
 pub use scheduler::Scheduler;
+
+/// When data held up on one subflow goes again on another, and when a
+/// subflow counts as failed (the scheduler skips it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reinjection {
+    /// Upstream Linux (net/mptcp, 5.x–6.x): a connection-level
+    /// retransmission timer, re-armed whenever DATA_ACK advances, with the
+    /// longest pending subflow RTO as its interval (at least `rto_min`).
+    /// When it fires, the data at DATA_ACK (one 32 KB page fragment of it)
+    /// goes again on a subflow with nothing outstanding, if there is one; a
+    /// subflow that has heard no ACK over `STALE_LOSS_COUNT` firings while
+    /// holding data is *stale*: the scheduler skips it until it hears an
+    /// ACK, and its data goes on the others. A subflow in RTO recovery is
+    /// otherwise still scheduled.
+    Upstream,
+    /// The out-of-tree kernel (`mptcp_reinject_data`): when a subflow's RTO
+    /// fires, all its data not yet DATA_ACKed goes on the others, and the
+    /// subflow is skipped until new data is acknowledged on it.
+    SubflowTimeout,
+}
+
+/// Upstream's `net.mptcp.stale_loss_cnt` default.
+pub const STALE_LOSS_COUNT: u32 = 4;
+/// Upstream retransmits at most one page fragment of data per firing
+/// (`SKB_FRAG_PAGE_ORDER`: 32 KB).
+pub const RETRANSMIT_FRAGMENT: u64 = 32 * 1024;
 pub use sender::MptcpSender;
 
 use crate::error::SimError;
@@ -59,6 +85,10 @@ pub struct MptcpConfig {
     pub opportunistic_retransmission: bool,
     #[serde(default)]
     pub penalisation: bool,
+    /// None: upstream's with the default scheduler (upstream's), the
+    /// out-of-tree kernel's with the others (they are the out-of-tree's).
+    #[serde(default)]
+    pub reinjection: Option<Reinjection>,
 }
 
 impl Default for MptcpConfig {
@@ -68,6 +98,7 @@ impl Default for MptcpConfig {
             backup: Vec::new(),
             opportunistic_retransmission: false,
             penalisation: false,
+            reinjection: None,
         }
     }
 }
@@ -90,6 +121,13 @@ impl MptcpConfig {
             ));
         }
         Ok(())
+    }
+
+    pub fn reinjection(&self) -> Reinjection {
+        self.reinjection.unwrap_or(match self.scheduler {
+            Scheduler::Default => Reinjection::Upstream,
+            _ => Reinjection::SubflowTimeout,
+        })
     }
 
     pub fn is_backup(&self, path: usize) -> bool {

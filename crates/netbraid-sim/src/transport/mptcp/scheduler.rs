@@ -6,7 +6,9 @@
 //!   (cwnd / srtt × 2 in slow start, × 1.2 after, as `sk_pacing_rate`);
 //!   the chosen subflow takes a burst of up to 64 KB (`MPTCP_SEND_BURST_SIZE`)
 //!   that waits in its own queue if its cwnd is full. "Can queue more" is
-//!   modelled as: less than one cwnd of data waiting unsent.
+//!   Linux's `sk_stream_memory_free`: the subflow's queued data is below
+//!   its send buffer (`Candidate::limit`), whatever its cwnd, so a subflow
+//!   slowed by loss can hold much of the connection's window.
 //! - `MinRtt`: the out-of-tree kernel's default (`mptcp_sched.c`): among
 //!   subflows with room in their cwnd, the lowest smoothed RTT, one segment
 //!   at a time; nothing is queued into a full subflow. A subflow without an
@@ -19,9 +21,10 @@
 //!   receiver keeps the first copy. Latency for throughput: the connection
 //!   gets about what its best path could carry alone.
 //!
-//! All skip subflows still joining or in the Loss state (a timeout and no
-//! new ACK since), and use backup subflows only when no active one is
-//! usable (joined and not in the Loss state), not merely when it is full.
+//! All skip subflows that are not usable (still joining, or failed as the
+//! connection's `Reinjection` policy says: stale for upstream's, in RTO
+//! recovery for the out-of-tree kernel's), and use backup subflows only
+//! when no active one is usable, not merely when it is full.
 //! The default scheduler waits when its soonest-draining subflow cannot
 //! queue more, rather than falling back to a slower one (as Linux).
 
@@ -56,6 +59,8 @@ pub struct Candidate {
     /// New bytes its cwnd would let go now (beyond those waiting).
     pub room: u64,
     pub mss: u64,
+    /// Most it may hold queued (in flight + unsent): its send buffer.
+    pub limit: u64,
 }
 
 impl Scheduler {
@@ -78,7 +83,7 @@ impl Scheduler {
                     .enumerate()
                     .filter(|&(i, c)| tier(i, c))
                     .min_by(|(_, a), (_, b)| linger(a).total_cmp(&linger(b)))?;
-                (c.unsent < c.cwnd && c.unsent % c.mss == 0).then_some((i, SEND_BURST))
+                can_queue(c).then_some((i, SEND_BURST))
             }
             Scheduler::MinRtt | Scheduler::Redundant => subflows
                 .iter()
@@ -95,6 +100,12 @@ impl Scheduler {
             }
         }
     }
+}
+
+/// The default scheduler may queue a chunk on the subflow: its send buffer
+/// has room, and what waits unsent is whole segments.
+pub fn can_queue(c: &Candidate) -> bool {
+    c.queued < c.limit && c.unsent.is_multiple_of(c.mss)
 }
 
 /// Room in the cwnd for a whole segment, with nothing waiting unsent.
@@ -126,6 +137,7 @@ mod tests {
             unsent: 0,
             room,
             mss: 1000,
+            limit: 20_000,
         }
     }
 
@@ -148,6 +160,7 @@ mod tests {
             // full, not failed: wait rather than use the backup
             let mut full = cand(50, 0);
             full.unsent = full.cwnd;
+            full.queued = full.limit;
             assert_eq!(s.pick(&[full, b], 0, None), None, "{s:?}");
             // failed (timed out): the backup takes over
             let failed = Candidate {
@@ -163,6 +176,25 @@ mod tests {
         let subflows = [cand(10, 5000), cand(10, 5000), cand(10, 0)];
         assert_eq!(Scheduler::RoundRobin.pick(&subflows, 0, None).unwrap().0, 1);
         assert_eq!(Scheduler::RoundRobin.pick(&subflows, 1, None).unwrap().0, 0);
+    }
+
+    #[test]
+    fn default_queues_beyond_the_cwnd_up_to_the_send_buffer() {
+        // Linux checks the subflow's send buffer (sk_stream_memory_free), not
+        // its cwnd: a subflow with a one-segment cwnd and nothing queued
+        // takes a whole burst; one whose queue fills its buffer takes none.
+        let mut slow = cand(10, 0);
+        slow.cwnd = 1000;
+        slow.queued = 0;
+        assert_eq!(Scheduler::Default.pick(&[slow], 0, None), Some((0, SEND_BURST)));
+        slow.queued = 15_000;
+        slow.unsent = 14_000;
+        assert!(
+            can_queue(&slow),
+            "14 segments waiting behind a 1-segment cwnd: still room in the buffer"
+        );
+        slow.queued = slow.limit;
+        assert_eq!(Scheduler::Default.pick(&[slow], 0, None), None);
     }
 
     #[test]

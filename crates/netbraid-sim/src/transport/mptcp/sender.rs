@@ -4,8 +4,8 @@
 
 use std::collections::VecDeque;
 
-use super::scheduler::{Candidate, Scheduler};
-use super::MptcpConfig;
+use super::scheduler::{can_queue, Candidate, Scheduler};
+use super::{MptcpConfig, Reinjection as Policy, RETRANSMIT_FRAGMENT, STALE_LOSS_COUNT};
 use crate::cc::{CongestionControl, SubflowView};
 use crate::endpoint::{Outbox, Received, Report, Scope, SenderState, Snapshot, Transmit};
 use crate::engine::time::earliest;
@@ -13,7 +13,7 @@ use crate::engine::Time;
 use crate::net::ext::{Dss, DssMapping, MptcpHandshake, MptcpOptions};
 use crate::net::packet::{tcp_flags, Body, TcpSegment};
 use crate::trace::counters::TransportCounters;
-use crate::transport::tcp::{TcpConfig, TcpSender};
+use crate::transport::tcp::{TcpConfig, TcpSender, UNSET_BUFFER};
 use crate::transport::StreamSender;
 
 /// Subflow bytes [ssn, ssn + len) carry data bytes [dsn, dsn + len).
@@ -59,6 +59,14 @@ struct Subflow {
     maps: VecDeque<Map>,
     join: Join,
     backup: bool,
+    /// Upstream's stale subflow: skipped by the scheduler until an ACK.
+    stale: bool,
+    /// Connection-level timer firings, in a row, with data outstanding on
+    /// this subflow and no ACK heard on it.
+    stale_count: u32,
+    /// When it last heard an ACK, and what that was at the last firing.
+    last_ack: Option<Time>,
+    last_ack_at_check: Option<Time>,
 }
 
 pub struct MptcpSender {
@@ -80,6 +88,9 @@ pub struct MptcpSender {
     established: bool,
     /// Chunks to send again on another subflow, oldest first.
     reinject: VecDeque<Reinjection>,
+    reinjection: Policy,
+    /// Upstream's connection-level retransmission timer.
+    rtx_deadline: Option<Time>,
     opportunistic_retransmission: bool,
     penalisation: bool,
     /// Per subflow: when it last triggered the receive-buffer optimisations.
@@ -118,6 +129,10 @@ impl MptcpSender {
                 maps: VecDeque::new(),
                 join: if i == 0 { Join::Active } else { Join::Waiting },
                 backup: mptcp.is_backup(i),
+                stale: false,
+                stale_count: 0,
+                last_ack: None,
+                last_ack_at_check: None,
             })
             .collect();
         Self {
@@ -133,6 +148,8 @@ impl MptcpSender {
             started: false,
             established: false,
             reinject: VecDeque::new(),
+            reinjection: mptcp.reinjection(),
+            rtx_deadline: None,
             opportunistic_retransmission: mptcp.opportunistic_retransmission,
             penalisation: mptcp.penalisation,
             last_optimisation: vec![None; n],
@@ -156,6 +173,17 @@ impl MptcpSender {
     /// Whether subflow `i` may carry data (joined).
     pub fn is_active(&self, i: usize) -> bool {
         self.subflows[i].join == Join::Active
+    }
+
+    /// Joined and not counted as failed: upstream skips stale subflows, the
+    /// out-of-tree kernel those in RTO recovery.
+    fn usable(&self, i: usize) -> bool {
+        let s = &self.subflows[i];
+        s.join == Join::Active
+            && match self.reinjection {
+                Policy::Upstream => !s.stale,
+                Policy::SubflowTimeout => !s.tcp.timed_out(),
+            }
     }
 
     // ---- scheduling --------------------------------------------------------
@@ -189,7 +217,7 @@ impl MptcpSender {
     fn candidate_without_room(&self, i: usize) -> Candidate {
         let (s, t) = (&self.subflows[i], &self.subflows[i].tcp);
         Candidate {
-            usable: s.join == Join::Active && !t.timed_out(),
+            usable: self.usable(i),
             backup: s.backup,
             cwnd: t.cwnd(),
             ssthresh: t.ssthresh(),
@@ -198,6 +226,21 @@ impl MptcpSender {
             unsent: t.unsent(),
             room: 0,
             mss: self.mss,
+            limit: self.queue_limit(t),
+        }
+    }
+
+    /// What a subflow may hold queued before Linux stops handing it data
+    /// (`sk_stream_memory_free`): the send buffer that `window` or `sndbuf`
+    /// sets on the MPTCP socket, which Linux copies to every subflow; left
+    /// unset, Linux's autotuned size (`tcp_sndbuf_expand`: 2 × max(cwnd, 10)
+    /// segments of 4352 B of memory, about 3 × a 1448-B segment each), in
+    /// payload bytes.
+    fn queue_limit(&self, t: &TcpSender) -> u64 {
+        if self.cfg.sndbuf < UNSET_BUFFER {
+            self.cfg.sndbuf
+        } else {
+            6 * t.cwnd().max(10 * self.mss)
         }
     }
 
@@ -207,8 +250,16 @@ impl MptcpSender {
             return;
         }
         if self.scheduler == Scheduler::Redundant {
-            return self.push_redundant(now, out);
+            self.push_redundant(now, out);
+        } else {
+            self.push_scheduled(now, out);
         }
+        if self.reinjection == Policy::Upstream && self.rtx_deadline.is_none() && self.data_una < self.data_nxt {
+            self.rtx_deadline = Some(now + self.rtx_interval(now));
+        }
+    }
+
+    fn push_scheduled(&mut self, now: Time, out: &mut Outbox) {
         // Computed once: a subflow's room costs a walk of its scoreboard in
         // SACK recovery; after each write only the chosen one changes, and
         // its room by exactly the bytes written (sent or queued).
@@ -261,10 +312,9 @@ impl MptcpSender {
     /// not yet DATA_ACKed that it has not carried, or new data; lowest RTT first.
     fn push_redundant(&mut self, now: Time, out: &mut Outbox) {
         let n = self.subflows.len();
-        let usable = |s: &Subflow| s.join == Join::Active && !s.tcp.timed_out();
-        let backups_only = !self.subflows.iter().any(|s| usable(s) && !s.backup);
+        let backups_only = !(0..n).any(|i| self.usable(i) && !self.subflows[i].backup);
         let mut order: Vec<usize> = (0..n)
-            .filter(|&i| usable(&self.subflows[i]) && self.subflows[i].backup == backups_only)
+            .filter(|&i| self.usable(i) && self.subflows[i].backup == backups_only)
             .collect();
         order.sort_by_key(|&i| self.subflows[i].tcp.srtt().unwrap_or(0));
         loop {
@@ -379,9 +429,9 @@ impl MptcpSender {
         let active_usable = cands.iter().any(|c| c.usable && !c.backup);
         let continuing = self.scheduler == Scheduler::Default
             && self.burst_left > 0
-            && cands.get(self.last_pick).is_some_and(|c| {
-                c.usable && c.unsent < c.cwnd && c.unsent % c.mss == 0 && (!c.backup || !active_usable)
-            });
+            && cands
+                .get(self.last_pick)
+                .is_some_and(|c| c.usable && can_queue(c) && (!c.backup || !active_usable));
         if continuing {
             return Some((self.data_nxt, len, None, self.last_pick));
         }
@@ -510,11 +560,18 @@ impl MptcpSender {
     // ---- acknowledgements and timers ---------------------------------------
 
     fn on_data_ack(&mut self, now: Time, i: usize, seg: &TcpSegment, dss: Option<&Dss>, out: &mut Outbox) {
+        let una_before = self.data_una;
         if let Some(data_ack) = dss.and_then(|d| d.data_ack) {
             if data_ack >= self.data_una {
                 self.data_una = data_ack.min(self.data_nxt.max(self.data_una));
                 self.window_edge = self.window_edge.max(data_ack + seg.wnd as u64);
             }
+        }
+        let s = &mut self.subflows[i];
+        s.last_ack = Some(now);
+        s.stale = false;
+        if self.reinjection == Policy::Upstream && self.data_una > una_before {
+            self.rtx_deadline = (self.data_una < self.data_nxt).then(|| now + self.rtx_interval(now));
         }
         // The subflow sees an unlimited window: the connection's is enforced above.
         let sub_seg = TcpSegment { wnd: u32::MAX, ..*seg };
@@ -541,6 +598,70 @@ impl MptcpSender {
         if self.completed_at.is_none() && self.closed && self.app_end == Some(self.data_una) {
             self.completed_at = Some(now);
         }
+    }
+
+    /// Upstream's connection-level timer interval: the longest time to go of
+    /// the subflows' pending RTO timers (stale-counting ones left out), at
+    /// least `rto_min` (`mptcp_set_timeout`).
+    fn rtx_interval(&self, now: Time) -> Time {
+        self.subflows
+            .iter()
+            .filter(|s| s.join == Join::Active && s.stale_count == 0 && s.tcp.flight_size() > 0)
+            .filter_map(|s| s.tcp.poll_at().map(|t| t.saturating_sub(now)))
+            .fold(self.cfg.rto_min, Time::max)
+    }
+
+    /// Upstream's connection-level retransmission timer fired
+    /// (`__mptcp_retrans`): count subflows that hold data and hear nothing
+    /// towards staleness, then send the data at DATA_ACK again on a subflow
+    /// with nothing outstanding.
+    fn on_retransmit_timer(&mut self, now: Time, out: &mut Outbox) {
+        self.rtx_deadline = None;
+        if self.data_una >= self.data_nxt {
+            return;
+        }
+        for i in 0..self.subflows.len() {
+            let s = &mut self.subflows[i];
+            if s.join != Join::Active || s.stale || s.tcp.flight_size() + s.tcp.unsent() == 0 {
+                continue;
+            }
+            if s.last_ack == s.last_ack_at_check {
+                s.stale_count += 1;
+            } else {
+                s.last_ack_at_check = s.last_ack;
+                s.stale_count = 0;
+            }
+            // stale only if another subflow can take over its data
+            let others =
+                (0..self.subflows.len()).any(|k| k != i && self.usable(k) && self.subflows[k].stale_count == 0);
+            if self.subflows[i].stale_count >= STALE_LOSS_COUNT && others {
+                self.subflows[i].stale = true;
+                self.reinject_from(i);
+            }
+        }
+        let idle = |k: usize| self.usable(k) && self.subflows[k].tcp.flight_size() + self.subflows[k].tcp.unsent() == 0;
+        let pick = (0..self.subflows.len())
+            .filter(|&k| idle(k))
+            .min_by_key(|&k| self.subflows[k].backup);
+        if let Some(k) = pick {
+            let end = self.data_nxt.min(self.data_una + RETRANSMIT_FRAGMENT);
+            let mut dsn = self.data_una;
+            while dsn < end {
+                // chunks are whole segments from data sequence 0 but the
+                // application's last, so DATA_ACK is a chunk boundary
+                let len = self.mss.min(self.data_nxt - dsn);
+                let sub = &mut self.subflows[k];
+                sub.maps.push_back(Map {
+                    ssn: sub.tcp.written_end(),
+                    dsn,
+                    len,
+                });
+                sub.tcp.write(now, len, &mut self.scratch);
+                dsn += len;
+            }
+            self.flush_subflow(k, out);
+        }
+        self.rtx_deadline = Some(now + self.rtx_interval(now));
     }
 
     /// Subflow `i` timed out: its data not yet DATA_ACKed goes again on
@@ -619,22 +740,28 @@ impl StreamSender for MptcpSender {
                 let before = self.subflows[i].tcp.stats().timeouts;
                 self.subflows[i].tcp.on_timer(now, &mut self.scratch);
                 self.flush_subflow(i, out);
-                if self.subflows[i].tcp.stats().timeouts > before {
+                if self.reinjection == Policy::SubflowTimeout && self.subflows[i].tcp.stats().timeouts > before {
                     self.reinject_from(i);
                 }
             }
         }
+        if self.rtx_deadline.is_some_and(|t| t <= now) {
+            self.on_retransmit_timer(now, out);
+        }
         self.push(now, out);
     }
     fn poll_at(&self) -> Option<Time> {
-        self.subflows.iter().fold(None, |t, s| {
-            let own = match s.join {
-                Join::Sent { deadline, .. } => Some(deadline),
-                Join::Active => s.tcp.poll_at(),
-                Join::Waiting => None,
-            };
-            earliest(t, own)
-        })
+        self.subflows
+            .iter()
+            .fold(None, |t, s| {
+                let own = match s.join {
+                    Join::Sent { deadline, .. } => Some(deadline),
+                    Join::Active => s.tcp.poll_at(),
+                    Join::Waiting => None,
+                };
+                earliest(t, own)
+            })
+            .map_or(self.rtx_deadline, |t| earliest(Some(t), self.rtx_deadline))
     }
     fn path_count(&self) -> usize {
         self.subflows.len()

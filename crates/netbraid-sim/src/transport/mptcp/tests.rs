@@ -5,7 +5,7 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use super::{MptcpConfig, MptcpReceiver, Scheduler};
+use super::{MptcpConfig, MptcpReceiver, Reinjection, Scheduler};
 use crate::app::{ReadPolicy, Reader};
 use crate::endpoint::{Endpoint, Outbox, Received, Scope, Snapshot};
 use crate::engine::time::{MILLISECOND, SECOND};
@@ -244,32 +244,43 @@ fn a_finite_transfer_is_delivered_exactly_once_despite_loss() {
 #[test]
 fn a_cut_path_does_not_stop_the_transfer() {
     // From its 300th packet on, path 1 loses everything (the cable is pulled):
-    // the subflow times out, its data is reinjected on path 0, and the
-    // transfer completes with every byte delivered once.
+    // the subflow times out, its data goes again on path 0, and the transfer
+    // completes with every byte delivered once, with either kernel's
+    // reinjection. The out-of-tree kernel re-sends exactly the cut
+    // subflow's data, so nothing arrives twice; upstream re-sends 32 KB
+    // from DATA_ACK per timer firing, some of which path 0 had delivered.
     let bytes = 6_000_000;
     let cut = LossSpec::List {
         indices: (300..400_000).collect(),
     };
-    let paths = [
-        (20 * MBPS, 5 * MILLISECOND, LossSpec::None),
-        (20 * MBPS, 5 * MILLISECOND, cut),
-    ];
-    let (r, _, duplicates) = run_watched(&two_links(
-        paths,
-        vec![mptcp_flow(tcp_cfg("reno"), Scheduler::Default, Some(bytes))],
-        30 * SECOND,
-        0,
-    ));
-    let f = &r.flows[0];
-    assert_eq!(f.bytes_delivered, bytes);
-    let done = f.completion_time_s.expect("the transfer completes");
-    // 6 MB at 20 Mb/s take 2.4 s on one path alone: the cut costs timeouts, not the transfer
-    assert!(done < 10.0, "completed at {done} s");
-    assert!(f.subflows[1].timeouts > 0);
-    assert_eq!(
-        duplicates, 0,
-        "the cut path delivered nothing, so nothing arrived twice"
-    );
+    for policy in [Reinjection::Upstream, Reinjection::SubflowTimeout] {
+        let paths = [
+            (20 * MBPS, 5 * MILLISECOND, LossSpec::None),
+            (20 * MBPS, 5 * MILLISECOND, cut.clone()),
+        ];
+        let cfg = MptcpConfig {
+            reinjection: Some(policy),
+            ..MptcpConfig::default()
+        };
+        let (r, _, duplicates) = run_watched(&two_links(
+            paths,
+            vec![mptcp_flow_with(tcp_cfg("reno"), cfg, Some(bytes))],
+            30 * SECOND,
+            0,
+        ));
+        let f = &r.flows[0];
+        assert_eq!(f.bytes_delivered, bytes, "{policy:?}");
+        let done = f.completion_time_s.expect("the transfer completes");
+        // 6 MB at 20 Mb/s take 2.4 s on one path alone: the cut costs timeouts, not the transfer
+        assert!(done < 10.0, "{policy:?}: completed at {done} s");
+        assert!(f.subflows[1].timeouts > 0);
+        if policy == Reinjection::SubflowTimeout {
+            assert_eq!(
+                duplicates, 0,
+                "the cut path delivered nothing, so nothing arrived twice"
+            );
+        }
+    }
 }
 
 #[test]
@@ -843,47 +854,44 @@ fn receive_buffer_optimisations_raise_goodput_under_a_small_buffer() {
     // and a 64 KB buffer (far below RTT_max × Σ rate ≈ 500 KB): goodput falls
     // below the fast path alone; opportunistic retransmission sends the chunk
     // holding DATA_ACK back again on the fast subflow, penalisation shrinks
-    // the slow subflow's window: goodput rises. (With the default scheduler,
-    // which keeps giving the slow subflow bursts; minRTT alone already
-    // avoids most of the blocking here.)
+    // the slow subflow's window: goodput rises. With minRTT, the out-of-tree
+    // kernel's default, where these optimisations live: the fast path's
+    // 5-packet queue keeps its cwnd (~20 KB) below the buffer, so minRTT
+    // spills segments onto the slow subflow whenever the fast one is full.
     let tcp = TcpConfig {
         rcvbuf: 64 * 1024,
         sndbuf: 64 * 1024,
         cc: "reno".into(),
         ..TcpConfig::default()
     };
-    let paths = || {
-        [
-            (10 * MBPS, 5 * MILLISECOND, LossSpec::None),
-            (10 * MBPS, 105 * MILLISECOND, LossSpec::None),
-        ]
+    let scenario = |flow: FlowSpec| {
+        let mut s = two_links(
+            [
+                (10 * MBPS, 5 * MILLISECOND, LossSpec::None),
+                (10 * MBPS, 105 * MILLISECOND, LossSpec::None),
+            ],
+            vec![flow],
+            10 * SECOND,
+            2 * SECOND,
+        );
+        s.links[0].ab.queue.packets = Some(5);
+        s
     };
     let goodput = |opt: bool| {
         let cfg = MptcpConfig {
             opportunistic_retransmission: opt,
             penalisation: opt,
+            scheduler: Scheduler::MinRtt,
             ..MptcpConfig::default()
         };
-        let (r, max_held, _) = run_watched(&two_links(
-            paths(),
-            vec![mptcp_flow_with(tcp.clone(), cfg, None)],
-            10 * SECOND,
-            2 * SECOND,
-        ));
+        let (r, max_held, _) = run_watched(&scenario(mptcp_flow_with(tcp.clone(), cfg, None)));
         assert!(max_held <= tcp.rcvbuf);
         r.flows[0].goodput_bps
     };
     let (without, with) = (goodput(false), goodput(true));
-    let fast_alone = run(&two_links(
-        paths(),
-        vec![tcp_flow(tcp.clone(), 0)],
-        10 * SECOND,
-        2 * SECOND,
-    ))
-    .flows[0]
-        .goodput_bps;
+    let fast_alone = run(&scenario(tcp_flow(tcp.clone(), 0))).flows[0].goodput_bps;
     assert!(without < fast_alone, "{without} vs the fast path alone {fast_alone}");
-    assert!(with > 1.5 * without, "with {with} vs without {without}");
+    assert!(with > 1.3 * without, "with {with} vs without {without}");
 }
 
 #[test]

@@ -121,6 +121,9 @@ pub struct TcpConfig {
     pub nodelay: bool,
 }
 
+/// The buffer size that stands for "not set" (1 GiB: never the limit).
+pub const UNSET_BUFFER: u64 = 1 << 30;
+
 impl Default for TcpConfig {
     fn default() -> Self {
         use crate::engine::time::{MILLISECOND, SECOND};
@@ -132,8 +135,8 @@ impl Default for TcpConfig {
             cc: "reno".into(),
             cc_params: BTreeMap::new(),
             recovery: Recovery::Sack,
-            rcvbuf: 1 << 30,
-            sndbuf: 1 << 30,
+            rcvbuf: UNSET_BUFFER,
+            sndbuf: UNSET_BUFFER,
             rto_min: SECOND,
             rto_max: 60 * SECOND,
             rto_initial: SECOND,
