@@ -76,6 +76,9 @@ impl CongestionControl for Balia {
     fn ssthresh(&self) -> u64 {
         self.w.ssthresh
     }
+    fn coupled(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "balia"
     }

@@ -53,6 +53,9 @@ impl CongestionControl for Lia {
     fn ssthresh(&self) -> u64 {
         self.w.ssthresh
     }
+    fn coupled(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "lia"
     }

@@ -95,6 +95,11 @@ pub trait CongestionControl: Send {
     fn window(&self) -> u64;
     fn ssthresh(&self) -> u64;
     fn name(&self) -> &'static str;
+    /// Whether it reads the other subflows of its MPTCP connection (a coupled
+    /// controller); if not, the connection need not build their view.
+    fn coupled(&self) -> bool {
+        false
+    }
 }
 
 /// Settings shared by all controllers.

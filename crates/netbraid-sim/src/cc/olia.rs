@@ -113,6 +113,9 @@ impl CongestionControl for Olia {
     fn ssthresh(&self) -> u64 {
         self.w.ssthresh
     }
+    fn coupled(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "olia"
     }

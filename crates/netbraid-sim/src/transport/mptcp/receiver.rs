@@ -53,7 +53,6 @@ pub struct MptcpReceiver {
     duplicate_bytes: u64,
     /// Connection-level counters (delivered and read bytes).
     stats: TransportCounters,
-    scratch: Outbox,
     boxes: super::OptionBoxes,
 }
 
@@ -90,7 +89,6 @@ impl MptcpReceiver {
             max_held: 0,
             duplicate_bytes: 0,
             stats: TransportCounters::default(),
-            scratch: Vec::new(),
             boxes: Default::default(),
         }
     }
@@ -185,9 +183,10 @@ impl MptcpReceiver {
         could >= was + (self.rcvbuf / 2).min(self.mss) && could >= 2 * was
     }
 
-    /// Move subflow `i`'s ACKs into `out` with DATA_ACK and the connection's window.
-    fn flush_subflow(&mut self, i: usize, out: &mut Outbox) {
-        if self.scratch.is_empty() {
+    /// Give the ACKs subflow `i` has just put in `out` (from index `from`)
+    /// DATA_ACK and the connection's window.
+    fn flush_subflow(&mut self, i: usize, out: &mut Outbox, from: usize) {
+        if out.len() == from {
             return;
         }
         self.right_edge = self.window_edge();
@@ -200,14 +199,13 @@ impl MptcpReceiver {
                 ..Default::default()
             }),
         };
-        for mut tx in self.scratch.drain(..) {
+        for tx in &mut out[from..] {
             tx.path = i as u8;
             if let Body::Tcp(seg) = &mut tx.body {
                 seg.wnd = wnd;
             }
             tx.size += DSS_ACK_BYTES;
             tx.ext = Some(self.boxes.wrap(opts.clone()));
-            out.push(tx);
         }
     }
 
@@ -266,7 +264,8 @@ impl StreamReceiver for MptcpReceiver {
             let old = sub.pending.insert(m.ssn, (m.dsn, m.len as u64));
             sub.pending_bytes += m.len as u64 - old.map_or(0, |(_, len)| len);
         }
-        sub.tcp.on_segment(now, seg, wire_size, ce, &mut self.scratch);
+        let from = out.len();
+        sub.tcp.on_segment(now, seg, wire_size, ce, out);
         let after = sub.tcp.rcv_nxt();
         if let Some(m) = held_back {
             self.min_pending_dsn = self.min_pending_dsn.min(m.dsn);
@@ -290,18 +289,19 @@ impl StreamReceiver for MptcpReceiver {
             // connection's window enough, say so now rather than when the
             // subflow's delayed ACK fires (Linux: mptcp_cleanup_rbuf, by
             // TCP's rule: the window at least doubles).
-            if self.scratch.is_empty() && self.reader_waiting && self.window_opened() {
-                self.subflows[i].tcp.send_window_update(&mut self.scratch);
+            if out.len() == from && self.reader_waiting && self.window_opened() {
+                self.subflows[i].tcp.send_window_update(out);
             }
         }
         self.max_held = self.max_held.max(self.held());
-        self.flush_subflow(i, out);
+        self.flush_subflow(i, out, from);
     }
     fn on_timer(&mut self, now: Time, out: &mut Outbox) {
         for i in 0..self.subflows.len() {
             if self.subflows[i].tcp.poll_at().is_some_and(|t| t <= now) {
-                self.subflows[i].tcp.on_timer(now, &mut self.scratch);
-                self.flush_subflow(i, out);
+                let from = out.len();
+                self.subflows[i].tcp.on_timer(now, out);
+                self.flush_subflow(i, out, from);
             }
         }
     }
@@ -323,8 +323,9 @@ impl StreamReceiver for MptcpReceiver {
         self.stats.read_bytes += n;
         // A reopened window is announced on the initial subflow.
         if self.window_opened() {
-            self.subflows[0].tcp.send_window_update(&mut self.scratch);
-            self.flush_subflow(0, out);
+            let from = out.len();
+            self.subflows[0].tcp.send_window_update(out);
+            self.flush_subflow(0, out, from);
         }
         n
     }

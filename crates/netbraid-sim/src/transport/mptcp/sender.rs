@@ -16,7 +16,9 @@ use crate::trace::counters::TransportCounters;
 use crate::transport::tcp::{TcpConfig, TcpSender, UNSET_BUFFER};
 use crate::transport::StreamSender;
 
-/// Subflow bytes [ssn, ssn + len) carry data bytes [dsn, dsn + len).
+/// Subflow bytes [ssn, ssn + len) carry data bytes [dsn, dsn + len): one
+/// write to the subflow, one or more whole segments (only the application's
+/// last segment is short), as a Linux DSS mapping may cover many segments.
 #[derive(Clone, Copy, Debug)]
 struct Map {
     ssn: u64,
@@ -101,7 +103,6 @@ pub struct MptcpSender {
     last_pick: usize,
     burst_left: u64,
     completed_at: Option<Time>,
-    scratch: Outbox,
     boxes: super::OptionBoxes,
     views: Vec<SubflowView>,
     /// The scheduler's view of the subflows (kept to reuse its allocation).
@@ -157,7 +158,6 @@ impl MptcpSender {
             last_pick: 0,
             burst_left: 0,
             completed_at: None,
-            scratch: Vec::new(),
             boxes: Default::default(),
             views: Vec::new(),
             cands: Vec::new(),
@@ -189,16 +189,29 @@ impl MptcpSender {
     // ---- scheduling --------------------------------------------------------
 
     /// Length of the next new chunk, if the application, the send buffer and
-    /// the receiver's window allow one. Chunks are whole segments except the
-    /// application's last, so every segment a subflow sends is one chunk.
-    fn new_chunk_len(&self) -> Option<u64> {
+    /// the receiver's window allow one: whole segments, at most `max` bytes
+    /// (at least one segment), or the application's last, short segment.
+    /// Segments are whole from data sequence 0, so every segment a subflow
+    /// sends lies in one chunk and DATA_ACK is always a segment boundary.
+    fn new_chunk_len(&self, max: u64) -> Option<u64> {
         let end = self.app_end.unwrap_or(u64::MAX);
         let limit = end.min(self.window_edge).min(self.data_una + self.cfg.sndbuf);
         if self.data_nxt >= limit {
             return None;
         }
-        let len = self.mss.min(limit - self.data_nxt);
-        (len == self.mss || (self.closed && self.data_nxt + len == end)).then_some(len)
+        let room = limit - self.data_nxt;
+        if room >= self.mss {
+            let whole = room.min(max.max(self.mss)) / self.mss * self.mss;
+            // the application's last bytes go with the segments before them
+            let rest = end - self.data_nxt;
+            Some(if self.closed && rest <= room && rest < whole + self.mss {
+                rest
+            } else {
+                whole
+            })
+        } else {
+            (self.closed && self.data_nxt + room == end).then_some(room)
+        }
     }
 
     fn candidate(&self, i: usize) -> Candidate {
@@ -215,18 +228,19 @@ impl MptcpSender {
     }
 
     fn candidate_without_room(&self, i: usize) -> Candidate {
-        let (s, t) = (&self.subflows[i], &self.subflows[i].tcp);
+        let t = &self.subflows[i].tcp;
+        let (cwnd, unsent) = (t.cwnd(), t.unsent());
         Candidate {
             usable: self.usable(i),
-            backup: s.backup,
-            cwnd: t.cwnd(),
+            backup: self.subflows[i].backup,
+            cwnd,
             ssthresh: t.ssthresh(),
             srtt: t.srtt(),
-            queued: t.flight_size() + t.unsent(),
-            unsent: t.unsent(),
+            queued: t.flight_size() + unsent,
+            unsent,
             room: 0,
             mss: self.mss,
-            limit: self.queue_limit(t),
+            limit: self.queue_limit(cwnd),
         }
     }
 
@@ -236,11 +250,11 @@ impl MptcpSender {
     /// unset, Linux's autotuned size (`tcp_sndbuf_expand`: 2 × max(cwnd, 10)
     /// segments of 4352 B of memory, about 3 × a 1448-B segment each), in
     /// payload bytes.
-    fn queue_limit(&self, t: &TcpSender) -> u64 {
+    fn queue_limit(&self, cwnd: u64) -> u64 {
         if self.cfg.sndbuf < UNSET_BUFFER {
             self.cfg.sndbuf
         } else {
-            6 * t.cwnd().max(10 * self.mss)
+            6 * cwnd.max(10 * self.mss)
         }
     }
 
@@ -269,9 +283,16 @@ impl MptcpSender {
             // A queued reinjection is dropped once DATA_ACK covers it or the
             // subflow that had it delivered it after all.
             let (data_una, subflows) = (self.data_una, &self.subflows);
-            self.reinject
-                .retain(|r| r.dsn + r.len > data_una && subflows[r.had].tcp.snd_una() < r.ssn + r.len);
-            if cands.is_empty() && (!self.reinject.is_empty() || self.new_chunk_len().is_some()) {
+            self.reinject.retain_mut(|r| {
+                let keep = r.dsn + r.len > data_una && subflows[r.had].tcp.snd_una() < r.ssn + r.len;
+                if keep && r.dsn < data_una {
+                    // partly DATA_ACKed: only the rest goes again
+                    let done = data_una - r.dsn;
+                    (r.dsn, r.ssn, r.len) = (data_una, r.ssn + done, r.len - done);
+                }
+                keep
+            });
+            if cands.is_empty() && (!self.reinject.is_empty() || self.new_chunk_len(0).is_some()) {
                 cands.extend((0..self.subflows.len()).map(|k| self.candidate(k)));
             }
             let Some((dsn, len, reinjection, i)) = self.next_job(&cands) else {
@@ -285,9 +306,10 @@ impl MptcpSender {
                 dsn,
                 len,
             });
-            let taken = sub.tcp.write(now, len, &mut self.scratch);
+            let from = out.len();
+            let taken = sub.tcp.write(now, len, out);
             debug_assert_eq!(taken, len, "a subflow's own buffer never limits");
-            self.flush_subflow(i, out);
+            self.flush_subflow(i, out, from);
             let room = cands[i].room.saturating_sub(len);
             cands[i] = Candidate {
                 room,
@@ -330,7 +352,7 @@ impl MptcpSender {
                 let from = self.redundant_next[i].max(self.data_una);
                 let (dsn, len, new) = if from < self.data_nxt {
                     (from, self.mss.min(self.data_nxt - from), false)
-                } else if let Some(len) = self.new_chunk_len() {
+                } else if let Some(len) = self.new_chunk_len(self.mss) {
                     (self.data_nxt, len, true)
                 } else {
                     continue;
@@ -341,8 +363,9 @@ impl MptcpSender {
                     dsn,
                     len,
                 });
-                sub.tcp.write(now, len, &mut self.scratch);
-                self.flush_subflow(i, out);
+                let from = out.len();
+                sub.tcp.write(now, len, out);
+                self.flush_subflow(i, out, from);
                 self.redundant_next[i] = dsn + len;
                 if new {
                     self.data_nxt += len;
@@ -371,7 +394,18 @@ impl MptcpSender {
             return;
         };
         let una = self.data_una;
-        let carries = |k: usize| self.subflows[k].maps.iter().find(|m| m.dsn == una).copied();
+        // the segment at DATA_ACK, if subflow k carries it
+        let carries = |k: usize| {
+            self.subflows[k]
+                .maps
+                .iter()
+                .find(|m| m.dsn <= una && una < m.dsn + m.len)
+                .map(|m| Map {
+                    ssn: m.ssn + (una - m.dsn),
+                    dsn: una,
+                    len: self.mss.min(m.dsn + m.len - una),
+                })
+        };
         let Some((owner, chunk)) = (0..self.subflows.len())
             .filter(|&k| k != s)
             .find_map(|k| carries(k).map(|m| (k, m)))
@@ -398,8 +432,9 @@ impl MptcpSender {
                 dsn: chunk.dsn,
                 len: chunk.len,
             });
-            sub.tcp.write(now, chunk.len, &mut self.scratch);
-            self.flush_subflow(s, out);
+            let from = out.len();
+            sub.tcp.write(now, chunk.len, out);
+            self.flush_subflow(s, out, from);
         }
     }
 
@@ -422,7 +457,7 @@ impl MptcpSender {
                 }
             }
         }
-        let len = self.new_chunk_len()?;
+        self.new_chunk_len(0)?;
         // The default scheduler keeps filling the subflow of its current
         // burst while it can queue whole segments (and is still of the tier
         // in use: a backup only while no active subflow is usable).
@@ -432,19 +467,33 @@ impl MptcpSender {
             && cands
                 .get(self.last_pick)
                 .is_some_and(|c| c.usable && can_queue(c) && (!c.backup || !active_usable));
-        if continuing {
-            return Some((self.data_nxt, len, None, self.last_pick));
-        }
-        let (i, allowance) = self.scheduler.pick(cands, self.last_pick, None)?;
-        self.burst_left = allowance;
+        let i = if continuing {
+            self.last_pick
+        } else {
+            let (i, allowance) = self.scheduler.pick(cands, self.last_pick, None)?;
+            self.burst_left = allowance;
+            i
+        };
+        // As many segments as the scheduler would give this subflow one by
+        // one, in one write: the default scheduler's burst while the subflow
+        // can queue; minRTT's while its cwnd has room (its RTT, and so the
+        // choice, does not change as it is given data); round-robin one.
+        let c = &cands[i];
+        let max = match self.scheduler {
+            Scheduler::Default => self.burst_left.min(c.limit.saturating_sub(c.queued)),
+            Scheduler::MinRtt => c.room,
+            Scheduler::RoundRobin | Scheduler::Redundant => self.mss,
+        };
+        let len = self.new_chunk_len(max)?;
         Some((self.data_nxt, len, None, i))
     }
 
-    /// Move what subflow `i` produced into `out`, with its path and options.
-    fn flush_subflow(&mut self, i: usize, out: &mut Outbox) {
+    /// Give what subflow `i` has just put in `out` (from index `from`) its
+    /// path and options.
+    fn flush_subflow(&mut self, i: usize, out: &mut Outbox, from: usize) {
         let header = self.cfg.header_bytes;
         let maps = &self.subflows[i].maps;
-        for mut tx in self.scratch.drain(..) {
+        for tx in &mut out[from..] {
             tx.path = i as u8;
             let mut dss = Dss {
                 data_ack: Some(0),
@@ -453,19 +502,17 @@ impl MptcpSender {
             };
             if let Body::Tcp(seg) = &tx.body {
                 if seg.len > 0 {
-                    // new data is the chunk just written; a retransmission is searched for
+                    // new data is in the chunk just written; a retransmission is searched for
                     let m = match maps.back() {
-                        Some(m) if m.ssn == seg.seq => m,
-                        _ => {
-                            let k = maps.partition_point(|m| m.ssn < seg.seq);
-                            maps.get(k)
-                                .filter(|m| m.ssn == seg.seq)
-                                .expect("every segment is one mapped chunk")
-                        }
+                        Some(m) if m.ssn <= seg.seq => m,
+                        _ => &maps[maps.partition_point(|m| m.ssn + m.len <= seg.seq)],
                     };
-                    debug_assert_eq!(m.len, seg.len as u64);
+                    debug_assert!(
+                        m.ssn <= seg.seq && seg.seq + seg.len as u64 <= m.ssn + m.len,
+                        "every segment lies in one mapped chunk"
+                    );
                     dss.mapping = Some(DssMapping {
-                        dsn: m.dsn,
+                        dsn: m.dsn + (seg.seq - m.ssn),
                         ssn: seg.seq,
                         len: seg.len as u16,
                     });
@@ -477,7 +524,6 @@ impl MptcpSender {
             };
             tx.size = tx.size.max(header) + opts.wire_bytes();
             tx.ext = Some(self.boxes.wrap(opts));
-            out.push(tx);
         }
     }
 
@@ -576,18 +622,21 @@ impl MptcpSender {
         // The subflow sees an unlimited window: the connection's is enforced above.
         let sub_seg = TcpSegment { wnd: u32::MAX, ..*seg };
         self.views.clear();
-        for (k, s) in self.subflows.iter().enumerate() {
-            if k != i && s.join == Join::Active {
-                self.views.push(s.tcp.view());
+        if self.subflows[i].tcp.coupled() {
+            for (k, s) in self.subflows.iter().enumerate() {
+                if k != i && s.join == Join::Active {
+                    self.views.push(s.tcp.view());
+                }
             }
         }
         let sub = &mut self.subflows[i];
-        sub.tcp.on_segment_with(now, &sub_seg, &self.views, &mut self.scratch);
+        let from = out.len();
+        sub.tcp.on_segment_with(now, &sub_seg, &self.views, out);
         let una = sub.tcp.snd_una();
         while sub.maps.front().is_some_and(|m| m.ssn + m.len <= una) {
             sub.maps.pop_front();
         }
-        self.flush_subflow(i, out);
+        self.flush_subflow(i, out, from);
         if !self.established && i == 0 {
             self.establish(now, out);
         }
@@ -644,22 +693,19 @@ impl MptcpSender {
             .filter(|&k| idle(k))
             .min_by_key(|&k| self.subflows[k].backup);
         if let Some(k) = pick {
-            let end = self.data_nxt.min(self.data_una + RETRANSMIT_FRAGMENT);
-            let mut dsn = self.data_una;
-            while dsn < end {
-                // chunks are whole segments from data sequence 0 but the
-                // application's last, so DATA_ACK is a chunk boundary
-                let len = self.mss.min(self.data_nxt - dsn);
-                let sub = &mut self.subflows[k];
-                sub.maps.push_back(Map {
-                    ssn: sub.tcp.written_end(),
-                    dsn,
-                    len,
-                });
-                sub.tcp.write(now, len, &mut self.scratch);
-                dsn += len;
-            }
-            self.flush_subflow(k, out);
+            // whole segments (DATA_ACK is a segment boundary), or up to the
+            // application's last byte
+            let fragment = RETRANSMIT_FRAGMENT / self.mss * self.mss;
+            let len = fragment.min(self.data_nxt - self.data_una);
+            let sub = &mut self.subflows[k];
+            sub.maps.push_back(Map {
+                ssn: sub.tcp.written_end(),
+                dsn: self.data_una,
+                len,
+            });
+            let from = out.len();
+            sub.tcp.write(now, len, out);
+            self.flush_subflow(k, out, from);
         }
         self.rtx_deadline = Some(now + self.rtx_interval(now));
     }
@@ -675,12 +721,14 @@ impl MptcpSender {
         let queued: std::collections::HashSet<u64> = self.reinject.iter().map(|r| r.dsn).collect();
         let una = self.subflows[i].tcp.snd_una();
         for m in &self.subflows[i].maps {
-            if m.dsn + m.len > self.data_una && m.ssn + m.len > una && !queued.contains(&m.dsn) {
+            // what the subflow has not had acknowledged, and the connection neither
+            let skip = una.saturating_sub(m.ssn).max(self.data_una.saturating_sub(m.dsn));
+            if skip < m.len && !queued.contains(&(m.dsn + skip)) {
                 self.reinject.push_back(Reinjection {
-                    dsn: m.dsn,
-                    len: m.len,
+                    dsn: m.dsn + skip,
+                    len: m.len - skip,
                     had: i,
-                    ssn: m.ssn,
+                    ssn: m.ssn + skip,
                 });
             }
         }
@@ -738,8 +786,9 @@ impl StreamSender for MptcpSender {
             }
             if self.subflows[i].tcp.poll_at().is_some_and(|t| t <= now) {
                 let before = self.subflows[i].tcp.stats().timeouts;
-                self.subflows[i].tcp.on_timer(now, &mut self.scratch);
-                self.flush_subflow(i, out);
+                let from = out.len();
+                self.subflows[i].tcp.on_timer(now, out);
+                self.flush_subflow(i, out, from);
                 if self.reinjection == Policy::SubflowTimeout && self.subflows[i].tcp.stats().timeouts > before {
                     self.reinject_from(i);
                 }

@@ -354,6 +354,10 @@ impl TcpSender {
     pub fn completed_at(&self) -> Option<Time> {
         self.completed_at
     }
+    /// Its controller reads the other subflows (MPTCP's coupled control).
+    pub fn coupled(&self) -> bool {
+        self.cc.coupled()
+    }
     pub fn controller_name(&self) -> &'static str {
         self.cc.name()
     }
