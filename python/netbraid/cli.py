@@ -369,16 +369,7 @@ def _paper_001(module, *, reps, quick, backend, out, seed, workers, quiet) -> No
     out_console.print(f"{runs} per point (measured from 1 s){scaled} · goodput in Mb/s, mean ± half-width of the "
                       f"95 % interval · {wall:.1f} s wall")
     md = ["# paper 001: netbraid", "", f"{runs} per point, seeds {seed}…{scaled}, {wall:.1f} s wall.", ""]
-    for title, header, rows in module.tables(results):
-        t = Table(title=title)
-        for k, h in enumerate(header):
-            t.add_column(h, justify="left" if k == 0 else "right")
-        md += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        for row in rows:
-            t.add_row(*row)
-            md.append("| " + " | ".join(row) + " |")
-        md.append("")
-        out_console.print(t)
+    md += _print_tables(module.tables(results))
     first = next(iter(results["runs"]))
     t = Table(title=f"The paper's findings and what netbraid ({first}) shows")
     t.add_column("figure")
@@ -393,6 +384,22 @@ def _paper_001(module, *, reps, quick, backend, out, seed, workers, quiet) -> No
     (out / "results.json").write_text(json.dumps({"results": results, "time_series": series}, default=str))
     module.plots(results, series, out)
     out_console.print(f"tables.md, results.json and figures (delay, loss, fig4, fig7, fig8) in {out}/")
+
+
+def _print_tables(tables: list[tuple[str, list[str], list[list[str]]]]) -> list[str]:
+    """Print (title, header, rows) tables; return them as Markdown lines."""
+    md: list[str] = []
+    for title, header, rows in tables:
+        t = Table(title=title)
+        for k, h in enumerate(header):
+            t.add_column(h, justify="left" if k == 0 else "right")
+        md += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for row in rows:
+            t.add_row(*row)
+            md.append("| " + " | ".join(row) + " |")
+        md.append("")
+        out_console.print(t)
+    return md
 
 
 def _paper_001_explain(module, *, reps, quick, backend, out, seed, workers, quiet) -> None:
@@ -413,16 +420,7 @@ def _paper_001_explain(module, *, reps, quick, backend, out, seed, workers, quie
     md = ["# paper 001: the findings explained", "", f"Seeds {seed}…, {wall:.1f} s wall.", "", "Switches:", ""]
     md += [f"- **{name}**: {what}" for name, what, _, _ in module.VARIANTS]
     md += ["", "Points: " + "; ".join(f"{fig}: {point}" for fig, point, *_ in module.EXPLAIN_POINTS), ""]
-    for title, header, rows in module.explain_tables(results):
-        t = Table(title=title)
-        for k, h in enumerate(header):
-            t.add_column(h, justify="left" if k == 0 else "right")
-        md += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        for row in rows:
-            t.add_row(*row)
-            md.append("| " + " | ".join(row) + " |")
-        md.append("")
-        out_console.print(t)
+    md += _print_tables(module.explain_tables(results))
     t = Table(title="the switches")
     t.add_column("column")
     t.add_column("what it changes")
