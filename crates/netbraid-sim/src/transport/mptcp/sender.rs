@@ -26,6 +26,48 @@ struct Map {
     len: u64,
 }
 
+/// A subflow's maps, in subflow order, from its oldest unacknowledged byte.
+#[derive(Default)]
+struct Maps {
+    maps: VecDeque<Map>,
+    /// Maps dropped from the front so far.
+    popped: usize,
+    /// Where the last lookup hit (counted from the first map ever): new
+    /// segments go out in order, so the next is found there or just after,
+    /// without a search through a queue that may be thousands long.
+    cursor: usize,
+}
+
+impl Maps {
+    fn push(&mut self, m: Map) {
+        self.maps.push_back(m);
+    }
+    /// Forget the maps the subflow has had acknowledged (below `una`).
+    fn drop_acked(&mut self, una: u64) {
+        while self.maps.front().is_some_and(|m| m.ssn + m.len <= una) {
+            self.maps.pop_front();
+            self.popped += 1;
+        }
+    }
+    /// The map holding subflow byte `seq`.
+    fn find(&mut self, seq: u64) -> &Map {
+        let k = self.cursor.saturating_sub(self.popped);
+        let holds = |m: &Map| m.ssn <= seq && seq < m.ssn + m.len;
+        let k = if self.maps.get(k).is_some_and(holds) {
+            k
+        } else if self.maps.get(k + 1).is_some_and(holds) {
+            k + 1
+        } else {
+            self.maps.partition_point(|m| m.ssn + m.len <= seq)
+        };
+        self.cursor = self.popped + k;
+        &self.maps[k]
+    }
+    fn iter(&self) -> impl Iterator<Item = &Map> {
+        self.maps.iter()
+    }
+}
+
 /// A chunk to send again on another subflow: data [dsn, dsn + len), which
 /// subflow `had` carried as its bytes from `ssn`.
 #[derive(Clone, Copy, Debug)]
@@ -58,7 +100,7 @@ struct Subflow {
     tcp: TcpSender,
     /// Mappings of the data written to this subflow and not yet acknowledged
     /// on it, in subflow order.
-    maps: VecDeque<Map>,
+    maps: Maps,
     join: Join,
     backup: bool,
     /// Upstream's stale subflow: skipped by the scheduler until an ACK.
@@ -127,7 +169,7 @@ impl MptcpSender {
             .enumerate()
             .map(|(i, cc)| Subflow {
                 tcp: TcpSender::new(sub_cfg.clone(), cc),
-                maps: VecDeque::new(),
+                maps: Maps::default(),
                 join: if i == 0 { Join::Active } else { Join::Waiting },
                 backup: mptcp.is_backup(i),
                 stale: false,
@@ -301,7 +343,7 @@ impl MptcpSender {
             self.last_pick = i;
             self.burst_left = self.burst_left.saturating_sub(len);
             let sub = &mut self.subflows[i];
-            sub.maps.push_back(Map {
+            sub.maps.push(Map {
                 ssn: sub.tcp.written_end(),
                 dsn,
                 len,
@@ -358,7 +400,7 @@ impl MptcpSender {
                     continue;
                 };
                 let sub = &mut self.subflows[i];
-                sub.maps.push_back(Map {
+                sub.maps.push(Map {
                     ssn: sub.tcp.written_end(),
                     dsn,
                     len,
@@ -427,7 +469,7 @@ impl MptcpSender {
         let slow = self.subflows[owner].tcp.cwnd() <= 4 * self.mss || owner_srtt > 4 * srtt_s;
         if self.opportunistic_retransmission && slow && !s_carries && self.subflows[s].tcp.unsent() == 0 {
             let sub = &mut self.subflows[s];
-            sub.maps.push_back(Map {
+            sub.maps.push(Map {
                 ssn: sub.tcp.written_end(),
                 dsn: chunk.dsn,
                 len: chunk.len,
@@ -492,7 +534,7 @@ impl MptcpSender {
     /// path and options.
     fn flush_subflow(&mut self, i: usize, out: &mut Outbox, from: usize) {
         let header = self.cfg.header_bytes;
-        let maps = &self.subflows[i].maps;
+        let maps = &mut self.subflows[i].maps;
         for tx in &mut out[from..] {
             tx.path = i as u8;
             let mut dss = Dss {
@@ -503,10 +545,7 @@ impl MptcpSender {
             if let Body::Tcp(seg) = &tx.body {
                 if seg.len > 0 {
                     // new data is in the chunk just written; a retransmission is searched for
-                    let m = match maps.back() {
-                        Some(m) if m.ssn <= seg.seq => m,
-                        _ => &maps[maps.partition_point(|m| m.ssn + m.len <= seg.seq)],
-                    };
+                    let m = maps.find(seg.seq);
                     debug_assert!(
                         m.ssn <= seg.seq && seg.seq + seg.len as u64 <= m.ssn + m.len,
                         "every segment lies in one mapped chunk"
@@ -633,9 +672,7 @@ impl MptcpSender {
         let from = out.len();
         sub.tcp.on_segment_with(now, &sub_seg, &self.views, out);
         let una = sub.tcp.snd_una();
-        while sub.maps.front().is_some_and(|m| m.ssn + m.len <= una) {
-            sub.maps.pop_front();
-        }
+        sub.maps.drop_acked(una);
         self.flush_subflow(i, out, from);
         if !self.established && i == 0 {
             self.establish(now, out);
@@ -698,7 +735,7 @@ impl MptcpSender {
             let fragment = RETRANSMIT_FRAGMENT / self.mss * self.mss;
             let len = fragment.min(self.data_nxt - self.data_una);
             let sub = &mut self.subflows[k];
-            sub.maps.push_back(Map {
+            sub.maps.push(Map {
                 ssn: sub.tcp.written_end(),
                 dsn: self.data_una,
                 len,
@@ -720,7 +757,7 @@ impl MptcpSender {
         }
         let queued: std::collections::HashSet<u64> = self.reinject.iter().map(|r| r.dsn).collect();
         let una = self.subflows[i].tcp.snd_una();
-        for m in &self.subflows[i].maps {
+        for m in self.subflows[i].maps.iter() {
             // what the subflow has not had acknowledged, and the connection neither
             let skip = una.saturating_sub(m.ssn).max(self.data_una.saturating_sub(m.dsn));
             if skip < m.len && !queued.contains(&(m.dsn + skip)) {
