@@ -21,8 +21,6 @@ struct RxSubflow {
     /// connection when the subflow's holes fill, as Linux moves only
     /// in-sequence subflow data to the MPTCP socket.
     pending: BTreeMap<u64, (u64, u64)>,
-    /// Data bytes in `pending`.
-    pending_bytes: u64,
     /// Data bytes this subflow brought to the connection first (its goodput:
     /// a byte that arrives on two subflows counts once).
     credited: u64,
@@ -45,6 +43,13 @@ pub struct MptcpReceiver {
     out_of_order_bytes: u64,
     /// No pending subflow mapping starts below this (u64::MAX: none).
     min_pending_dsn: u64,
+    /// Per data sequence number, the subflows holding it pending and whether
+    /// it counts against the buffer: a byte pending on two subflows is held
+    /// once, and once a copy has reached the connection the others are
+    /// duplicates waiting to be dropped.
+    copies: BTreeMap<u64, (u32, bool)>,
+    /// Data bytes pending on subflows, each counted once.
+    pending_held: u64,
     /// Right edge of the advertised window; never moves left.
     right_edge: u64,
     /// Most bytes ever held (connection buffer plus subflow out-of-order data).
@@ -69,7 +74,6 @@ impl MptcpReceiver {
                 RxSubflow {
                     tcp,
                     pending: BTreeMap::new(),
-                    pending_bytes: 0,
                     credited: 0,
                 }
             })
@@ -85,6 +89,8 @@ impl MptcpReceiver {
             out_of_order: RangeSet::default(),
             out_of_order_bytes: 0,
             min_pending_dsn: u64::MAX,
+            copies: BTreeMap::new(),
+            pending_held: 0,
             right_edge: cfg.rcvbuf,
             max_held: 0,
             duplicate_bytes: 0,
@@ -107,12 +113,19 @@ impl MptcpReceiver {
     }
 
     fn out_of_order_bytes(&self) -> u64 {
-        self.out_of_order_bytes + self.subflows.iter().map(|s| s.pending_bytes).sum::<u64>()
+        self.out_of_order_bytes + self.pending_held
     }
 
     /// Data bytes [dsn, dsn + len) reached the connection in subflow `i`'s order.
     fn deliver(&mut self, i: usize, dsn: u64, len: u64) {
         let end = dsn + len;
+        // a copy of it still pending on another subflow is a duplicate now
+        if let Some((_, counted)) = self.copies.get_mut(&dsn) {
+            if *counted {
+                *counted = false;
+                self.pending_held -= len;
+            }
+        }
         if end <= self.data_ack || self.out_of_order.is_sacked(dsn) {
             self.duplicate_bytes += len;
             return;
@@ -147,20 +160,47 @@ impl MptcpReceiver {
     fn purge_pending(&mut self) {
         let (ack, ooo) = (self.data_ack, &self.out_of_order);
         let mut lowest = u64::MAX;
+        let mut gone = Vec::new();
         for s in &mut self.subflows {
-            let mut freed = 0;
             s.pending.retain(|_, &mut (dsn, len)| {
                 let keep = dsn + len > ack && !ooo.is_sacked(dsn);
                 if keep {
                     lowest = lowest.min(dsn);
                 } else {
-                    freed += len;
+                    gone.push((dsn, len));
                 }
                 keep
             });
-            s.pending_bytes -= freed;
+        }
+        for (dsn, len) in gone {
+            self.unpend(dsn, len);
         }
         self.min_pending_dsn = lowest;
+    }
+
+    /// A subflow holds data [dsn, dsn + len) pending.
+    fn pend(&mut self, dsn: u64, len: u64) {
+        let (count, counted) = self.copies.entry(dsn).or_insert((0, false));
+        *count += 1;
+        if !*counted {
+            *counted = true;
+            self.pending_held += len;
+        }
+    }
+
+    /// A subflow no longer holds [dsn, dsn + len) pending: it moved to the
+    /// connection or was dropped; the other copies, if any, no longer count.
+    fn unpend(&mut self, dsn: u64, len: u64) {
+        if let Some((count, counted)) = self.copies.get_mut(&dsn) {
+            if *counted {
+                *counted = false;
+                self.pending_held -= len;
+            }
+            *count -= 1;
+            if *count == 0 {
+                self.copies.remove(&dsn);
+            }
+        }
     }
 
     /// Receiver SWS avoidance, as TCP's: the edge moves in steps of at least
@@ -254,16 +294,28 @@ impl StreamReceiver for MptcpReceiver {
             return;
         }
         let mapping = opts.and_then(|o| o.dss).and_then(|d| d.mapping);
-        let sub = &mut self.subflows[i];
-        let before = sub.tcp.rcv_nxt();
+        let before = self.subflows[i].tcp.rcv_nxt();
         let mapping = mapping.filter(|_| seg.len > 0 && seg.seq >= before);
         // The common case, in order with nothing waiting, skips the map.
-        let direct = mapping.filter(|_| seg.seq == before && sub.pending.is_empty());
+        let direct = mapping.filter(|_| seg.seq == before && self.subflows[i].pending.is_empty());
+        // Data held above a hole in its subflow waits there, unless the
+        // connection already has it (a copy came on another subflow): then it
+        // is a duplicate now, and holding it would count it twice.
         let held_back = mapping.filter(|_| direct.is_none());
+        let held_back = match held_back {
+            Some(m) if m.dsn + m.len as u64 <= self.data_ack || self.out_of_order.is_sacked(m.dsn) => {
+                self.duplicate_bytes += m.len as u64;
+                None
+            }
+            other => other,
+        };
         if let Some(m) = held_back {
-            let old = sub.pending.insert(m.ssn, (m.dsn, m.len as u64));
-            sub.pending_bytes += m.len as u64 - old.map_or(0, |(_, len)| len);
+            if let Some((dsn, len)) = self.subflows[i].pending.insert(m.ssn, (m.dsn, m.len as u64)) {
+                self.unpend(dsn, len); // the same segment again
+            }
+            self.pend(m.dsn, m.len as u64);
         }
+        let sub = &mut self.subflows[i];
         let from = out.len();
         sub.tcp.on_segment(now, seg, wire_size, ce, out);
         let after = sub.tcp.rcv_nxt();
@@ -278,7 +330,7 @@ impl StreamReceiver for MptcpReceiver {
                 let rest = sub.pending.split_off(&after);
                 let ready = std::mem::replace(&mut sub.pending, rest);
                 for (dsn, len) in ready.into_values() {
-                    self.subflows[i].pending_bytes -= len;
+                    self.unpend(dsn, len);
                     self.deliver(i, dsn, len);
                 }
             }

@@ -13,7 +13,7 @@ use crate::engine::Time;
 use crate::net::ext::{Dss, DssMapping, MptcpHandshake, MptcpOptions};
 use crate::net::packet::{tcp_flags, Body, TcpSegment};
 use crate::trace::counters::TransportCounters;
-use crate::transport::tcp::{TcpConfig, TcpSender, UNSET_BUFFER};
+use crate::transport::tcp::{RangeSet, TcpConfig, TcpSender, UNSET_BUFFER};
 use crate::transport::StreamSender;
 
 /// Subflow bytes [ssn, ssn + len) carry data bytes [dsn, dsn + len): one
@@ -655,9 +655,6 @@ impl MptcpSender {
         let s = &mut self.subflows[i];
         s.last_ack = Some(now);
         s.stale = false;
-        if self.reinjection == Policy::Upstream && self.data_una > una_before {
-            self.rtx_deadline = (self.data_una < self.data_nxt).then(|| now + self.rtx_interval(now));
-        }
         // The subflow sees an unlimited window: the connection's is enforced above.
         let sub_seg = TcpSegment { wnd: u32::MAX, ..*seg };
         self.views.clear();
@@ -674,6 +671,10 @@ impl MptcpSender {
         let una = sub.tcp.snd_una();
         sub.maps.drop_acked(una);
         self.flush_subflow(i, out, from);
+        // (re-armed from the subflows' timers as this ACK left them)
+        if self.reinjection == Policy::Upstream && self.data_una > una_before {
+            self.rtx_deadline = (self.data_una < self.data_nxt).then(|| now + self.rtx_interval(now));
+        }
         if !self.established && i == 0 {
             self.establish(now, out);
         }
@@ -755,19 +756,38 @@ impl MptcpSender {
         {
             return;
         }
-        let queued: std::collections::HashSet<u64> = self.reinject.iter().map(|r| r.dsn).collect();
+        // data already queued to go again (by any subflow) is not queued twice
+        let mut queued = RangeSet::default();
+        for r in &self.reinject {
+            queued.add(r.dsn, r.dsn + r.len);
+        }
         let una = self.subflows[i].tcp.snd_una();
+        let mut pieces = Vec::new();
         for m in self.subflows[i].maps.iter() {
             // what the subflow has not had acknowledged, and the connection neither
             let skip = una.saturating_sub(m.ssn).max(self.data_una.saturating_sub(m.dsn));
-            if skip < m.len && !queued.contains(&(m.dsn + skip)) {
-                self.reinject.push_back(Reinjection {
-                    dsn: m.dsn + skip,
-                    len: m.len - skip,
-                    had: i,
-                    ssn: m.ssn + skip,
-                });
+            let mut from = m.dsn + skip;
+            let end = m.dsn + m.len;
+            for &(s, e) in queued.ranges() {
+                if e <= from || s >= end {
+                    continue;
+                }
+                if s > from {
+                    pieces.push((from, s, m));
+                }
+                from = from.max(e);
             }
+            if from < end {
+                pieces.push((from, end, m));
+            }
+        }
+        for (from, end, m) in pieces {
+            self.reinject.push_back(Reinjection {
+                dsn: from,
+                len: end - from,
+                had: i,
+                ssn: m.ssn + (from - m.dsn),
+            });
         }
     }
 }
@@ -902,5 +922,49 @@ impl StreamSender for MptcpSender {
             completed_at: self.completed_at,
             congestion_log: log,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reinjection_queues_what_no_queued_copy_covers() {
+        // Subflow 0 holds the retransmission timer's 32 KB copy from DATA_ACK,
+        // subflow 1 the original 64-segment burst: when both fail, all 64
+        // segments are queued to go again, each once (a copy that starts at the
+        // same data byte does not stand for a longer map).
+        let cfg = TcpConfig::default();
+        let ccs = (0..3)
+            .map(|_| crate::cc::build("", "reno", &cfg.cc_params, cfg.controller_config()).unwrap())
+            .collect();
+        let mut s = MptcpSender::new(cfg, &MptcpConfig::default(), ccs);
+        let mss = s.mss;
+        for sub in &mut s.subflows {
+            sub.join = Join::Active;
+        }
+        let short = RETRANSMIT_FRAGMENT / mss * mss;
+        s.subflows[0].maps.push(Map {
+            ssn: 0,
+            dsn: 0,
+            len: short,
+        });
+        s.subflows[1].maps.push(Map {
+            ssn: 0,
+            dsn: 0,
+            len: 64 * mss,
+        });
+        s.data_nxt = 64 * mss;
+        s.reinject_from(0);
+        s.reinject_from(1);
+        let mut covered = RangeSet::default();
+        let mut total = 0;
+        for r in &s.reinject {
+            total += r.len;
+            covered.add(r.dsn, r.dsn + r.len);
+        }
+        assert_eq!(covered.ranges(), &[(0, 64 * mss)], "queued: {:?}", s.reinject);
+        assert_eq!(total, 64 * mss, "each byte queued once: {:?}", s.reinject);
     }
 }

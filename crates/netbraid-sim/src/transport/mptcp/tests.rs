@@ -936,3 +936,354 @@ fn the_redundant_scheduler_sends_everything_on_every_path() {
         "{sent} data packets for {bytes} bytes"
     );
 }
+
+#[test]
+fn late_copies_do_not_count_against_the_buffer_twice() {
+    // A small buffer, loss on both paths and upstream's reinjection: copies of
+    // data the connection already has arrive above holes in their subflows.
+    // They are duplicates, not held data: the receiver never holds more
+    // than its buffer, and every byte is delivered once.
+    let tcp = TcpConfig {
+        mss: 1448,
+        rcvbuf: 20_000,
+        sndbuf: 20_000,
+        ..tcp_cfg("reno")
+    };
+    let paths = [
+        (10 * MBPS, 5 * MILLISECOND, LossSpec::Bernoulli { p: 0.05 }),
+        (10 * MBPS, 40 * MILLISECOND, LossSpec::Bernoulli { p: 0.02 }),
+    ];
+    let bytes = 1_000_001;
+    let (r, max_held, _) = run_watched(&two_links(
+        paths,
+        vec![mptcp_flow(tcp.clone(), Scheduler::Default, Some(bytes))],
+        120 * SECOND,
+        0,
+    ));
+    assert_eq!(r.flows[0].bytes_delivered, bytes);
+    assert!(max_held <= tcp.rcvbuf, "held {max_held} > {}", tcp.rcvbuf);
+}
+
+/// Many finite transfers across schedulers, reinjection policies, buffers,
+/// segment sizes and impairments (loss, cut paths, outages): every one
+/// completes with every byte delivered once and the receiver within its
+/// buffer; failures are collected and listed together.
+mod matrix_over_paths {
+    use super::*;
+
+    fn case(
+        sched: Scheduler,
+        policy: Reinjection,
+        buf: Option<u64>,
+        bytes: u64,
+        paths: [(u64, Time, LossSpec); 2],
+        mss: u32,
+        cc: &str,
+    ) -> Result<(), String> {
+        let mut tcp = tcp_cfg(cc);
+        tcp.mss = mss;
+        if let Some(b) = buf {
+            tcp.rcvbuf = b;
+            tcp.sndbuf = b;
+        }
+        let cfg = MptcpConfig {
+            scheduler: sched,
+            reinjection: Some(policy),
+            ..MptcpConfig::default()
+        };
+        let scn = two_links(
+            paths,
+            vec![mptcp_flow_with(tcp.clone(), cfg, Some(bytes))],
+            120 * SECOND,
+            0,
+        );
+        let res = std::panic::catch_unwind(|| run_watched(&scn));
+        match res {
+            Err(e) => {
+                let msg = e
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                Err(format!("PANIC {msg}"))
+            }
+            Ok((r, max_held, _)) => {
+                let f = &r.flows[0];
+                let mut errs = vec![];
+                if f.bytes_delivered != bytes {
+                    errs.push(format!("delivered {} of {bytes}", f.bytes_delivered));
+                }
+                if f.completion_time_s.is_none() {
+                    errs.push("not completed".into());
+                }
+                if max_held > tcp.rcvbuf {
+                    errs.push(format!("held {max_held} > {}", tcp.rcvbuf));
+                }
+                if errs.is_empty() {
+                    Ok(())
+                } else {
+                    Err(format!("{errs:?} done={:?}", f.completion_time_s))
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_transfer_completes_within_the_buffer() {
+        let cut = |from: u64| LossSpec::List {
+            indices: (from..400_000).collect(),
+        };
+        let cut_window = |from: u64, to: u64| LossSpec::List {
+            indices: (from..to).collect(),
+        };
+        let path_sets: Vec<(&str, [(u64, Time, LossSpec); 2])> = vec![
+            (
+                "loss1%/none",
+                [
+                    (20 * MBPS, 5 * MILLISECOND, LossSpec::Bernoulli { p: 0.01 }),
+                    (20 * MBPS, 20 * MILLISECOND, LossSpec::None),
+                ],
+            ),
+            (
+                "loss5%/loss2%",
+                [
+                    (10 * MBPS, 5 * MILLISECOND, LossSpec::Bernoulli { p: 0.05 }),
+                    (10 * MBPS, 40 * MILLISECOND, LossSpec::Bernoulli { p: 0.02 }),
+                ],
+            ),
+            (
+                "none/cut300",
+                [
+                    (20 * MBPS, 5 * MILLISECOND, LossSpec::None),
+                    (20 * MBPS, 5 * MILLISECOND, cut(300)),
+                ],
+            ),
+            (
+                "cut50/none",
+                [
+                    (20 * MBPS, 5 * MILLISECOND, cut(50)),
+                    (20 * MBPS, 30 * MILLISECOND, LossSpec::None),
+                ],
+            ),
+            (
+                "outage/loss",
+                [
+                    (20 * MBPS, 5 * MILLISECOND, cut_window(200, 1200)),
+                    (5 * MBPS, 50 * MILLISECOND, LossSpec::Bernoulli { p: 0.02 }),
+                ],
+            ),
+        ];
+        let mut failures = vec![];
+        let mut n = 0;
+        for sched in [
+            Scheduler::Default,
+            Scheduler::MinRtt,
+            Scheduler::RoundRobin,
+            Scheduler::Redundant,
+        ] {
+            for policy in [Reinjection::Upstream, Reinjection::SubflowTimeout] {
+                for buf in [None, Some(64 * 1024), Some(20_000)] {
+                    for bytes in [1_000_001u64, 1448 * 500, 777] {
+                        for (name, paths) in &path_sets {
+                            for mss in [1448u32, 1000] {
+                                n += 1;
+                                if let Err(e) = case(sched, policy, buf, bytes, paths.clone(), mss, "reno") {
+                                    let line =
+                                        format!("{sched:?} {policy:?} buf={buf:?} bytes={bytes} {name} mss={mss}: {e}");
+                                    eprintln!("{line}");
+                                    failures.push(line);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        eprintln!("{} failures of {n}", failures.len());
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+}
+
+/// The same invariants through the direct-drive harness, with outages that
+/// no LossSpec expresses: all paths out for seconds, flapping paths, ACKs
+/// lost in one direction, 2 and 3 paths, a backup.
+mod matrix_under_outages {
+    use super::harness::Net;
+    use super::*;
+    use crate::endpoint::Transmit;
+    use crate::transport::mptcp::MptcpSender;
+    use crate::transport::{StreamReceiver, StreamSender};
+
+    type Drop = Box<dyn FnMut(usize, bool, Time, &Transmit) -> bool>;
+
+    fn rng(seed: &mut u64) -> f64 {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        (*seed >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn scenarios() -> Vec<(&'static str, fn() -> Drop)> {
+        vec![
+            ("p1 dead at 1s", || Box::new(|p, _, now, _| p == 1 && now >= SECOND)),
+            ("all out 1-3s", || {
+                Box::new(|_, _, now, _| now >= SECOND && now < 3 * SECOND)
+            }),
+            ("all out 1-20s", || {
+                Box::new(|_, _, now, _| now >= SECOND && now < 20 * SECOND)
+            }),
+            ("p0 dead 1s, p1 out 2-6s", || {
+                Box::new(|p, _, now, _| (p == 0 && now >= SECOND) || (p == 1 && now >= 2 * SECOND && now < 6 * SECOND))
+            }),
+            ("flap", || {
+                Box::new(|p, _, now, _| {
+                    let slot = (now / (700 * MILLISECOND)) as usize;
+                    now > SECOND && slot % 3 == p
+                })
+            }),
+            ("p1 acks lost", || {
+                Box::new(|p, to_rx, now, _| p == 1 && !to_rx && now >= SECOND)
+            }),
+            ("p0 data lost 1-8s", || {
+                Box::new(|p, to_rx, now, _| p == 0 && to_rx && now >= SECOND && now < 8 * SECOND)
+            }),
+            ("all out 1-150s", || {
+                Box::new(|_, _, now, _| now >= SECOND && now < 150 * SECOND)
+            }),
+            ("p1 dead, all out 2-40s", || {
+                Box::new(|p, _, now, _| (p == 1 && now >= SECOND) || (now >= 2 * SECOND && now < 40 * SECOND))
+            }),
+            ("all acks lost 1-10s", || {
+                Box::new(|_, to_rx, now, _| !to_rx && now >= SECOND && now < 10 * SECOND)
+            }),
+            ("p0 acks lost forever at 1s", || {
+                Box::new(|p, to_rx, now, _| p == 0 && !to_rx && now >= SECOND)
+            }),
+            ("p0 dead at 0.3s", || {
+                Box::new(|p, _, now, _| p == 0 && now >= 300 * MILLISECOND)
+            }),
+            ("10% loss", || {
+                let mut s = 0x9e3779b97f4a7c15u64;
+                Box::new(move |_, _, _, _| rng(&mut s) < 0.10)
+            }),
+            ("30% loss p0", || {
+                let mut s = 12345u64;
+                Box::new(move |p, _, _, _| p == 0 && rng(&mut s) < 0.30)
+            }),
+        ]
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn one(
+        sched: Scheduler,
+        policy: Reinjection,
+        backup: bool,
+        paths: usize,
+        buf: Option<u64>,
+        bytes: u64,
+        drop: Drop,
+    ) -> Result<(), String> {
+        let mut tcp = TcpConfig {
+            rto_min: 200 * MILLISECOND,
+            ..TcpConfig::default()
+        };
+        if let Some(b) = buf {
+            tcp.rcvbuf = b;
+            tcp.sndbuf = b;
+        }
+        let delay: Vec<Time> = [5, 30, 60][..paths].iter().map(|d| d * MILLISECOND).collect();
+        let mut net = Net::new(tcp.clone(), sched, "reno", delay, vec![10 * MBPS; paths]);
+        let mcfg = MptcpConfig {
+            scheduler: sched,
+            reinjection: Some(policy),
+            backup: if backup {
+                (0..paths).map(|i| i == paths - 1).collect()
+            } else {
+                vec![]
+            },
+            ..MptcpConfig::default()
+        };
+        let ccs = (0..paths)
+            .map(|_| crate::cc::build("", "reno", &tcp.cc_params, tcp.controller_config()).unwrap())
+            .collect();
+        net.tx = MptcpSender::new(tcp.clone(), &mcfg, ccs);
+        net.drop = drop;
+        net.start(Some(bytes));
+        net.run(400 * SECOND);
+        let read = net
+            .rx
+            .snapshot(net.now, crate::endpoint::Scope::All)
+            .counters
+            .read_bytes;
+        let mut errs = vec![];
+        if net.tx.data_acked() != bytes {
+            errs.push(format!("data_acked {} of {bytes}", net.tx.data_acked()));
+        }
+        if read != bytes {
+            errs.push(format!("read {read}"));
+        }
+        if net.tx.report().completed_at.is_none() {
+            errs.push("not complete".into());
+        }
+        if net.rx.max_held() > tcp.rcvbuf {
+            errs.push(format!("held {} > {}", net.rx.max_held(), tcp.rcvbuf));
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{errs:?}"))
+        }
+    }
+
+    #[test]
+    fn every_transfer_completes_within_the_buffer() {
+        let mut failures = vec![];
+        let mut n = 0;
+        for sched in [
+            Scheduler::Default,
+            Scheduler::MinRtt,
+            Scheduler::RoundRobin,
+            Scheduler::Redundant,
+        ] {
+            for policy in [Reinjection::Upstream, Reinjection::SubflowTimeout] {
+                for (paths, backup) in [(2, false), (3, false), (3, true)] {
+                    for buf in [
+                        None,
+                        Some(64 * 1024),
+                        Some(16 * 1024),
+                        Some(1500),
+                        Some(2000),
+                        Some(3000),
+                    ] {
+                        for bytes in [3_000_001u64, 1460 * 1000] {
+                            for (name, mk) in scenarios() {
+                                n += 1;
+                                let r =
+                                    std::panic::catch_unwind(|| one(sched, policy, backup, paths, buf, bytes, mk()));
+                                let r = match r {
+                                    Ok(r) => r,
+                                    Err(e) => Err(format!(
+                                        "PANIC {}",
+                                        e.downcast_ref::<String>()
+                                            .cloned()
+                                            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                                            .unwrap_or_default()
+                                    )),
+                                };
+                                if let Err(e) = r {
+                                    let line = format!(
+                                        "{sched:?} {policy:?} paths={paths} backup={backup} buf={buf:?} bytes={bytes} [{name}]: {e}"
+                                    );
+                                    eprintln!("{line}");
+                                    failures.push(line);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        eprintln!("{} failures of {n}", failures.len());
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+}
