@@ -964,6 +964,28 @@ fn late_copies_do_not_count_against_the_buffer_twice() {
     assert!(max_held <= tcp.rcvbuf, "held {max_held} > {}", tcp.rcvbuf);
 }
 
+/// Every scheduler and reinjection policy, for the matrices below.
+const SCHEDULERS: [Scheduler; 4] = [
+    Scheduler::Default,
+    Scheduler::MinRtt,
+    Scheduler::RoundRobin,
+    Scheduler::Redundant,
+];
+const POLICIES: [Reinjection; 2] = [Reinjection::Upstream, Reinjection::SubflowTimeout];
+
+/// One case of a matrix: its error, or its panic's message, so that a
+/// matrix lists every failing case rather than stopping at the first.
+fn checked(case: impl FnOnce() -> Result<(), String> + std::panic::UnwindSafe) -> Result<(), String> {
+    std::panic::catch_unwind(case).unwrap_or_else(|e| {
+        let msg = e
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        Err(format!("PANIC {msg}"))
+    })
+}
+
 /// Many finite transfers across schedulers, reinjection policies, buffers,
 /// segment sizes and impairments (loss, cut paths, outages): every one
 /// completes with every byte delivered once and the receiver within its
@@ -997,34 +1019,22 @@ mod matrix_over_paths {
             120 * SECOND,
             0,
         );
-        let res = std::panic::catch_unwind(|| run_watched(&scn));
-        match res {
-            Err(e) => {
-                let msg = e
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default();
-                Err(format!("PANIC {msg}"))
-            }
-            Ok((r, max_held, _)) => {
-                let f = &r.flows[0];
-                let mut errs = vec![];
-                if f.bytes_delivered != bytes {
-                    errs.push(format!("delivered {} of {bytes}", f.bytes_delivered));
-                }
-                if f.completion_time_s.is_none() {
-                    errs.push("not completed".into());
-                }
-                if max_held > tcp.rcvbuf {
-                    errs.push(format!("held {max_held} > {}", tcp.rcvbuf));
-                }
-                if errs.is_empty() {
-                    Ok(())
-                } else {
-                    Err(format!("{errs:?} done={:?}", f.completion_time_s))
-                }
-            }
+        let (r, max_held, _) = run_watched(&scn);
+        let f = &r.flows[0];
+        let mut errs = vec![];
+        if f.bytes_delivered != bytes {
+            errs.push(format!("delivered {} of {bytes}", f.bytes_delivered));
+        }
+        if f.completion_time_s.is_none() {
+            errs.push("not completed".into());
+        }
+        if max_held > tcp.rcvbuf {
+            errs.push(format!("held {max_held} > {}", tcp.rcvbuf));
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{errs:?} done={:?}", f.completion_time_s))
         }
     }
 
@@ -1075,19 +1085,15 @@ mod matrix_over_paths {
         ];
         let mut failures = vec![];
         let mut n = 0;
-        for sched in [
-            Scheduler::Default,
-            Scheduler::MinRtt,
-            Scheduler::RoundRobin,
-            Scheduler::Redundant,
-        ] {
-            for policy in [Reinjection::Upstream, Reinjection::SubflowTimeout] {
+        for sched in SCHEDULERS {
+            for policy in POLICIES {
                 for buf in [None, Some(64 * 1024), Some(20_000)] {
                     for bytes in [1_000_001u64, 1448 * 500, 777] {
                         for (name, paths) in &path_sets {
                             for mss in [1448u32, 1000] {
                                 n += 1;
-                                if let Err(e) = case(sched, policy, buf, bytes, paths.clone(), mss, "reno") {
+                                if let Err(e) = checked(|| case(sched, policy, buf, bytes, paths.clone(), mss, "reno"))
+                                {
                                     let line =
                                         format!("{sched:?} {policy:?} buf={buf:?} bytes={bytes} {name} mss={mss}: {e}");
                                     eprintln!("{line}");
@@ -1239,13 +1245,8 @@ mod matrix_under_outages {
     fn every_transfer_completes_within_the_buffer() {
         let mut failures = vec![];
         let mut n = 0;
-        for sched in [
-            Scheduler::Default,
-            Scheduler::MinRtt,
-            Scheduler::RoundRobin,
-            Scheduler::Redundant,
-        ] {
-            for policy in [Reinjection::Upstream, Reinjection::SubflowTimeout] {
+        for sched in SCHEDULERS {
+            for policy in POLICIES {
                 for (paths, backup) in [(2, false), (3, false), (3, true)] {
                     for buf in [
                         None,
@@ -1258,19 +1259,7 @@ mod matrix_under_outages {
                         for bytes in [3_000_001u64, 1460 * 1000] {
                             for (name, mk) in scenarios() {
                                 n += 1;
-                                let r =
-                                    std::panic::catch_unwind(|| one(sched, policy, backup, paths, buf, bytes, mk()));
-                                let r = match r {
-                                    Ok(r) => r,
-                                    Err(e) => Err(format!(
-                                        "PANIC {}",
-                                        e.downcast_ref::<String>()
-                                            .cloned()
-                                            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                                            .unwrap_or_default()
-                                    )),
-                                };
-                                if let Err(e) = r {
+                                if let Err(e) = checked(|| one(sched, policy, backup, paths, buf, bytes, mk())) {
                                     let line = format!(
                                         "{sched:?} {policy:?} paths={paths} backup={backup} buf={buf:?} bytes={bytes} [{name}]: {e}"
                                     );
