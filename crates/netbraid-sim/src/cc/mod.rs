@@ -266,6 +266,16 @@ pub(crate) fn half_flight(cfg: &CcConfig, flight_size: u64) -> u64 {
     (flight_size / 2).max(2 * cfg.mss)
 }
 
+/// The penalisation every controller applies to its cwnd and ssthresh.
+pub(crate) fn penalised(cfg: &CcConfig, cwnd: u64, ssthresh: u64) -> (u64, u64) {
+    let ssthresh = if ssthresh == u64::MAX {
+        ssthresh
+    } else {
+        (ssthresh / 2).max(2 * cfg.mss)
+    };
+    ((cwnd / 2).max(cfg.mss), ssthresh)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,14 +325,4 @@ mod tests {
         assert_eq!(p.number("c"), 0.4);
         assert!(p.flag("fast_convergence"));
     }
-}
-
-/// The penalisation every controller applies to its cwnd and ssthresh.
-pub(crate) fn penalised(cfg: &CcConfig, cwnd: u64, ssthresh: u64) -> (u64, u64) {
-    let ssthresh = if ssthresh == u64::MAX {
-        ssthresh
-    } else {
-        (ssthresh / 2).max(2 * cfg.mss)
-    };
-    ((cwnd / 2).max(cfg.mss), ssthresh)
 }

@@ -524,6 +524,9 @@ mod harness {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
 
+    /// (path, towards the receiver, now, packet) -> dropped?
+    pub type DropRule = Box<dyn FnMut(usize, bool, Time, &Transmit) -> bool>;
+
     pub struct Net {
         pub tx: MptcpSender,
         pub rx: MptcpReceiver,
@@ -531,13 +534,12 @@ mod harness {
         pub rate_bps: Vec<u64>,
         busy: Vec<[Time; 2]>,
         /// (path, towards the receiver, now, size) -> dropped?
-        pub drop: Box<dyn FnMut(usize, bool, Time, &Transmit) -> bool>,
+        pub drop: DropRule,
         heap: BinaryHeap<(Reverse<Time>, Reverse<u64>, usize)>,
         slots: Vec<Option<(bool, Transmit)>>,
         n: u64,
         pub now: Time,
         pub max_queue: Time,
-        pub log: Vec<String>,
     }
 
     impl Net {
@@ -566,7 +568,6 @@ mod harness {
                 n: 0,
                 now: 0,
                 max_queue: 50 * crate::engine::time::MILLISECOND,
-                log: vec![],
             }
         }
         fn send(&mut self, to_rx: bool, out: &mut Outbox) {
@@ -677,7 +678,7 @@ fn a_reinjection_nobody_can_take_does_not_block_the_rest() {
         vec![10 * MBPS, 10 * MBPS],
     );
     net.drop = Box::new(|p, _to_rx, now, _t| {
-        (p == 1 && now >= 8 * SECOND) || (p == 0 && now >= 8500 * MILLISECOND && now < 10_000 * MILLISECOND)
+        (p == 1 && now >= 8 * SECOND) || (p == 0 && (8500 * MILLISECOND..10_000 * MILLISECOND).contains(&now))
     });
     net.start(None);
     net.run(20 * SECOND);
@@ -1046,7 +1047,8 @@ mod matrix_over_paths {
         let cut_window = |from: u64, to: u64| LossSpec::List {
             indices: (from..to).collect(),
         };
-        let path_sets: Vec<(&str, [(u64, Time, LossSpec); 2])> = vec![
+        type Paths = [(u64, Time, LossSpec); 2];
+        let path_sets: Vec<(&str, Paths)> = vec![
             (
                 "loss1%/none",
                 [
@@ -1129,17 +1131,22 @@ mod matrix_under_outages {
         (*seed >> 11) as f64 / (1u64 << 53) as f64
     }
 
-    fn scenarios() -> Vec<(&'static str, fn() -> Drop)> {
+    /// A name, and a maker of the drop rule (each case gets a fresh one).
+    type Impairment = (&'static str, fn() -> Drop);
+
+    fn scenarios() -> Vec<Impairment> {
         vec![
             ("p1 dead at 1s", || Box::new(|p, _, now, _| p == 1 && now >= SECOND)),
             ("all out 1-3s", || {
-                Box::new(|_, _, now, _| now >= SECOND && now < 3 * SECOND)
+                Box::new(|_, _, now, _| (SECOND..3 * SECOND).contains(&now))
             }),
             ("all out 1-20s", || {
-                Box::new(|_, _, now, _| now >= SECOND && now < 20 * SECOND)
+                Box::new(|_, _, now, _| (SECOND..20 * SECOND).contains(&now))
             }),
             ("p0 dead 1s, p1 out 2-6s", || {
-                Box::new(|p, _, now, _| (p == 0 && now >= SECOND) || (p == 1 && now >= 2 * SECOND && now < 6 * SECOND))
+                Box::new(|p, _, now, _| {
+                    (p == 0 && now >= SECOND) || (p == 1 && (2 * SECOND..6 * SECOND).contains(&now))
+                })
             }),
             ("flap", || {
                 Box::new(|p, _, now, _| {
@@ -1151,16 +1158,16 @@ mod matrix_under_outages {
                 Box::new(|p, to_rx, now, _| p == 1 && !to_rx && now >= SECOND)
             }),
             ("p0 data lost 1-8s", || {
-                Box::new(|p, to_rx, now, _| p == 0 && to_rx && now >= SECOND && now < 8 * SECOND)
+                Box::new(|p, to_rx, now, _| p == 0 && to_rx && (SECOND..8 * SECOND).contains(&now))
             }),
             ("all out 1-150s", || {
-                Box::new(|_, _, now, _| now >= SECOND && now < 150 * SECOND)
+                Box::new(|_, _, now, _| (SECOND..150 * SECOND).contains(&now))
             }),
             ("p1 dead, all out 2-40s", || {
-                Box::new(|p, _, now, _| (p == 1 && now >= SECOND) || (now >= 2 * SECOND && now < 40 * SECOND))
+                Box::new(|p, _, now, _| (p == 1 && now >= SECOND) || (2 * SECOND..40 * SECOND).contains(&now))
             }),
             ("all acks lost 1-10s", || {
-                Box::new(|_, to_rx, now, _| !to_rx && now >= SECOND && now < 10 * SECOND)
+                Box::new(|_, to_rx, now, _| !to_rx && (SECOND..10 * SECOND).contains(&now))
             }),
             ("p0 acks lost forever at 1s", || {
                 Box::new(|p, to_rx, now, _| p == 0 && !to_rx && now >= SECOND)
