@@ -348,19 +348,22 @@ def paper(
         _paper_tables(module, number, reps=reps or 20, quick=quick, out=out, seed=seed, workers=workers, quiet=quiet, tcp=tcp)
 
 
-def _paper_001(module, *, reps, quick, backend, out, seed, workers, quiet) -> None:
+def _timed(out: Path, work: Callable[[], Any]) -> tuple[Any, float]:
+    """Make sure `out` can be written, run `work` with its errors reported as
+    every command reports them; its result and the wall time it took."""
     import time
 
     prepare_out(out)
     started = time.perf_counter()
-    try:
-        results = module.run(quick=quick, reps=reps, seed=seed, workers=workers, out=out, progress=not quiet,
-                             backend=backend)
-        series = module.time_series(seed=seed)
-    except (ScenarioError, ExperimentError) as e:
-        fail(e)
-        return
-    wall = time.perf_counter() - started
+    with errors_reported():
+        result = work()
+    return result, time.perf_counter() - started
+
+
+def _paper_001(module, *, reps, quick, backend, out, seed, workers, quiet) -> None:
+    (results, series), wall = _timed(out, lambda: (
+        module.run(quick=quick, reps=reps, seed=seed, workers=workers, out=out, progress=not quiet, backend=backend),
+        module.time_series(seed=seed)))
     out_console.print(f"[bold]paper 001[/]: {escape(module.TITLE)}")
     runs = " · ".join(f"{label}: {results['reps'][label]} replications × {results['duration_s'][label]:g} s"
                       for label in results["runs"])
@@ -403,17 +406,8 @@ def _print_tables(tables: list[tuple[str, list[str], list[list[str]]]]) -> list[
 
 
 def _paper_001_explain(module, *, reps, quick, backend, out, seed, workers, quiet) -> None:
-    import time
-
-    prepare_out(out)
-    started = time.perf_counter()
-    try:
-        results = module.explain(quick=quick, reps=reps, seed=seed, workers=workers, out=out, progress=not quiet,
-                                 backend=backend)
-    except (ScenarioError, ExperimentError) as e:
-        fail(e)
-        return
-    wall = time.perf_counter() - started
+    results, wall = _timed(out, lambda: module.explain(quick=quick, reps=reps, seed=seed, workers=workers, out=out,
+                                                       progress=not quiet, backend=backend))
     out_console.print(f"[bold]paper 001, the findings explained[/]: {escape(module.TITLE)}")
     out_console.print(f"{'5' if quick else '10'} s per run, measured from 1 s · mean ± half-width of the 95 % interval "
                       f"· {wall:.1f} s wall")
@@ -434,7 +428,6 @@ def _paper_001_explain(module, *, reps, quick, backend, out, seed, workers, quie
 
 def _paper_tables(module, number, *, reps, quick, out, seed, workers, quiet, tcp) -> None:
     import csv
-    import time
 
     if quick:
         reps = min(reps, 3)
@@ -453,15 +446,8 @@ def _paper_tables(module, number, *, reps, quick, out, seed, workers, quiet, tcp
     except ScenarioError as e:
         fail(e)
         return
-    prepare_out(out)
-    started = time.perf_counter()
-    try:
-        results = module.run(reps=reps, measure_s=measure_s, seed=seed, workers=workers, out=out,
-                             progress=not quiet, tcp=overrides or None)
-    except (ScenarioError, ExperimentError) as e:
-        fail(e)
-        return
-    wall = time.perf_counter() - started
+    results, wall = _timed(out, lambda: module.run(reps=reps, measure_s=measure_s, seed=seed, workers=workers,
+                                                   out=out, progress=not quiet, tcp=overrides or None))
     rows = module.comparison_rows(results)
     out_console.print(f"[bold]paper {number}[/]: {escape(module.TITLE)}")
     out_console.print(f"{reps} replications × {measure_s:g} s measured per configuration · {wall:.1f} s wall"

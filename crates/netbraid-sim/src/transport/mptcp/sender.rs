@@ -113,6 +113,13 @@ struct Subflow {
     last_ack_at_check: Option<Time>,
 }
 
+impl Subflow {
+    /// Data in flight or waiting unsent on it.
+    fn holds_data(&self) -> bool {
+        self.tcp.flight_size() + self.tcp.unsent() > 0
+    }
+}
+
 pub struct MptcpSender {
     cfg: TcpConfig,
     mss: u64,
@@ -342,16 +349,7 @@ impl MptcpSender {
             };
             self.last_pick = i;
             self.burst_left = self.burst_left.saturating_sub(len);
-            let sub = &mut self.subflows[i];
-            sub.maps.push(Map {
-                ssn: sub.tcp.written_end(),
-                dsn,
-                len,
-            });
-            let from = out.len();
-            let taken = sub.tcp.write(now, len, out);
-            debug_assert_eq!(taken, len, "a subflow's own buffer never limits");
-            self.flush_subflow(i, out, from);
+            self.send_chunk(now, i, dsn, len, out);
             let room = cands[i].room.saturating_sub(len);
             cands[i] = Candidate {
                 room,
@@ -399,15 +397,7 @@ impl MptcpSender {
                 } else {
                     continue;
                 };
-                let sub = &mut self.subflows[i];
-                sub.maps.push(Map {
-                    ssn: sub.tcp.written_end(),
-                    dsn,
-                    len,
-                });
-                let from = out.len();
-                sub.tcp.write(now, len, out);
-                self.flush_subflow(i, out, from);
+                self.send_chunk(now, i, dsn, len, out);
                 self.redundant_next[i] = dsn + len;
                 if new {
                     self.data_nxt += len;
@@ -468,15 +458,7 @@ impl MptcpSender {
         // the chunk is one segment of its own).
         let slow = self.subflows[owner].tcp.cwnd() <= 4 * self.mss || owner_srtt > 4 * srtt_s;
         if self.opportunistic_retransmission && slow && !s_carries && self.subflows[s].tcp.unsent() == 0 {
-            let sub = &mut self.subflows[s];
-            sub.maps.push(Map {
-                ssn: sub.tcp.written_end(),
-                dsn: chunk.dsn,
-                len: chunk.len,
-            });
-            let from = out.len();
-            sub.tcp.write(now, chunk.len, out);
-            self.flush_subflow(s, out, from);
+            self.send_chunk(now, s, chunk.dsn, chunk.len, out);
         }
     }
 
@@ -528,6 +510,21 @@ impl MptcpSender {
         };
         let len = self.new_chunk_len(max)?;
         Some((self.data_nxt, len, None, i))
+    }
+
+    /// Hand subflow `i` data bytes [dsn, dsn + len) as one mapped write; what
+    /// it sends at once goes into `out` with its options.
+    fn send_chunk(&mut self, now: Time, i: usize, dsn: u64, len: u64, out: &mut Outbox) {
+        let sub = &mut self.subflows[i];
+        sub.maps.push(Map {
+            ssn: sub.tcp.written_end(),
+            dsn,
+            len,
+        });
+        let from = out.len();
+        let taken = sub.tcp.write(now, len, out);
+        debug_assert_eq!(taken, len, "a subflow's own buffer never limits");
+        self.flush_subflow(i, out, from);
     }
 
     /// Give what subflow `i` has just put in `out` (from index `from`) its
@@ -709,7 +706,7 @@ impl MptcpSender {
         }
         for i in 0..self.subflows.len() {
             let s = &mut self.subflows[i];
-            if s.join != Join::Active || s.stale || s.tcp.flight_size() + s.tcp.unsent() == 0 {
+            if s.join != Join::Active || s.stale || !s.holds_data() {
                 continue;
             }
             if s.last_ack == s.last_ack_at_check {
@@ -726,7 +723,7 @@ impl MptcpSender {
                 self.reinject_from(i);
             }
         }
-        let idle = |k: usize| self.usable(k) && self.subflows[k].tcp.flight_size() + self.subflows[k].tcp.unsent() == 0;
+        let idle = |k: usize| self.usable(k) && !self.subflows[k].holds_data();
         let pick = (0..self.subflows.len())
             .filter(|&k| idle(k))
             .min_by_key(|&k| self.subflows[k].backup);
@@ -735,15 +732,7 @@ impl MptcpSender {
             // application's last byte
             let fragment = RETRANSMIT_FRAGMENT / self.mss * self.mss;
             let len = fragment.min(self.data_nxt - self.data_una);
-            let sub = &mut self.subflows[k];
-            sub.maps.push(Map {
-                ssn: sub.tcp.written_end(),
-                dsn: self.data_una,
-                len,
-            });
-            let from = out.len();
-            sub.tcp.write(now, len, out);
-            self.flush_subflow(k, out, from);
+            self.send_chunk(now, k, self.data_una, len, out);
         }
         self.rtx_deadline = Some(now + self.rtx_interval(now));
     }
