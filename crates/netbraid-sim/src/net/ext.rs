@@ -1,10 +1,11 @@
-//! The variable-length parts of a packet: MPTCP options and SCTP chunk
-//! lists. They live in a side table of the `PacketPool` (a packet holds an
+//! The variable-length parts of a packet: MPTCP handshake options and
+//! SCTP chunk lists. They live in a side table of the `PacketPool` (a packet holds an
 //! `ExtRef`, or nothing), so a plain TCP or UDP packet stays small and
 //! `Copy`, and only the protocols that need a list pay for it.
 //!
 //! Each part knows its size on the wire, so header overhead is counted
-//! exactly (RFC 8684 §3.3 for DSS, RFC 9260 §3 for SCTP chunks).
+//! exactly (RFC 8684 §3.1–3.2 for the handshakes, RFC 9260 §3 for SCTP
+//! chunks).
 
 /// A handle to a packet's extension in the pool's side table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -12,8 +13,8 @@ pub struct ExtRef(pub(crate) std::num::NonZeroU32);
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Ext {
-    /// MPTCP options carried by a subflow's TCP segment.
-    Mptcp(MptcpOptions),
+    /// An MPTCP handshake option on a subflow's TCP segment.
+    MptcpHandshake(MptcpHandshake),
     /// The chunks of an SCTP packet, in order, after the common header.
     Sctp(Vec<SctpChunk>),
 }
@@ -22,7 +23,7 @@ impl Ext {
     /// Bytes this part adds to the packet on the wire.
     pub fn wire_bytes(&self) -> u32 {
         match self {
-            Ext::Mptcp(o) => o.wire_bytes(),
+            Ext::MptcpHandshake(h) => h.wire_bytes(),
             Ext::Sctp(chunks) => SCTP_COMMON_HEADER + chunks.iter().map(SctpChunk::wire_bytes).sum::<u32>(),
         }
     }
@@ -30,17 +31,9 @@ impl Ext {
 
 // ---- MPTCP (RFC 8684) ------------------------------------------------------
 
-/// MPTCP options on one segment.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct MptcpOptions {
-    /// Connection set-up (MP_CAPABLE on the first subflow, MP_JOIN on the others).
-    pub handshake: Option<MptcpHandshake>,
-    /// Data Sequence Signal: the mapping and the connection-level ACK.
-    pub dss: Option<Dss>,
-}
-
 /// Which handshake option a segment carries, and in which of the three
-/// packets of the handshake (sizes from RFC 8684 §3.1 and §3.2).
+/// packets of the handshake (sizes from RFC 8684 §3.1 and §3.2). (DSS, on
+/// every subflow packet, is a field of the segment: `packet::Dss`.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MptcpHandshake {
     /// MP_CAPABLE: SYN 4 B, SYN/ACK 12 B, third ACK 20 B.
@@ -49,56 +42,15 @@ pub enum MptcpHandshake {
     Join { packet: u8 },
 }
 
-/// DSS option (RFC 8684 §3.3): a mapping of subflow bytes to data-sequence
-/// bytes, and the cumulative connection-level acknowledgement.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Dss {
-    /// DATA_ACK: next data-sequence byte expected by the sender of this option.
-    pub data_ack: Option<u64>,
-    /// Mapping: subflow bytes [ssn, ssn + len) carry data bytes [dsn, dsn + len).
-    pub mapping: Option<DssMapping>,
-    /// DATA_FIN: the sender has no more data after this mapping.
-    pub data_fin: bool,
-    /// 8-byte DATA_ACK and DSN (Linux sends 8-byte DSNs); 4 bytes otherwise.
-    pub wide: bool,
-    /// The DSS checksum (2 bytes) is present.
-    pub checksum: bool,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DssMapping {
-    pub dsn: u64,
-    /// Relative subflow sequence number of the mapping's first byte.
-    pub ssn: u64,
-    pub len: u16,
-}
-
-impl Dss {
-    /// Option length: kind, length, subtype and flags (4 B), DATA_ACK (4 or 8),
-    /// mapping (DSN 4 or 8, SSN 4, data-level length 2, checksum 2 if used).
-    pub fn option_bytes(&self) -> u32 {
-        let word = if self.wide { 8 } else { 4 };
-        let ack = if self.data_ack.is_some() { word } else { 0 };
-        let map = if self.mapping.is_some() {
-            word + 4 + 2 + if self.checksum { 2 } else { 0 }
-        } else {
-            0
-        };
-        4 + ack + map
-    }
-}
-
-impl MptcpOptions {
+impl MptcpHandshake {
     /// Bytes added to the TCP header, padded to a multiple of 4 (TCP's data
     /// offset counts 32-bit words).
     pub fn wire_bytes(&self) -> u32 {
-        let handshake = match self.handshake {
-            None => 0,
-            Some(MptcpHandshake::Capable { packet }) => [4, 12, 20][packet.clamp(1, 3) as usize - 1],
-            Some(MptcpHandshake::Join { packet }) => [12, 16, 24][packet.clamp(1, 3) as usize - 1],
+        let raw: u32 = match *self {
+            MptcpHandshake::Capable { packet } => [4, 12, 20][packet.clamp(1, 3) as usize - 1],
+            MptcpHandshake::Join { packet } => [12, 16, 24][packet.clamp(1, 3) as usize - 1],
         };
-        let dss = self.dss.map_or(0, |d| d.option_bytes());
-        (handshake + dss).div_ceil(4) * 4
+        raw.div_ceil(4) * 4
     }
 }
 
@@ -252,47 +204,20 @@ mod tests {
         );
     }
 
-    /// RFC 8684 §3.3: DSS with an 8-byte DATA_ACK and an 8-byte-DSN mapping
-    /// without checksum is 4 + 8 + 8 + 4 + 2 = 26 bytes, padded to 28.
+    /// RFC 8684 §3.2: MP_JOIN's third ACK carries a 24-byte option.
     #[test]
-    fn mptcp_dss_sizes() {
-        let dss = Dss {
-            data_ack: Some(1),
-            mapping: Some(DssMapping {
-                dsn: 1,
-                ssn: 1,
-                len: 1400,
-            }),
-            wide: true,
-            ..Dss::default()
-        };
-        assert_eq!(dss.option_bytes(), 26);
-        assert_eq!(
-            MptcpOptions {
-                handshake: None,
-                dss: Some(dss)
-            }
-            .wire_bytes(),
-            28
-        );
-        let ack_only = Dss {
-            data_ack: Some(1),
-            wide: false,
-            ..Dss::default()
-        };
-        assert_eq!(ack_only.option_bytes(), 8);
-        let join = MptcpOptions {
-            handshake: Some(MptcpHandshake::Join { packet: 3 }),
-            dss: None,
-        };
-        assert_eq!(join.wire_bytes(), 24);
+    fn mptcp_join_sizes() {
+        let sizes: Vec<u32> = (1..=3)
+            .map(|packet| Ext::MptcpHandshake(MptcpHandshake::Join { packet }).wire_bytes())
+            .collect();
+        assert_eq!(sizes, [12, 16, 24]);
     }
 
     #[test]
     fn table_reuses_slots() {
         let mut t = ExtTable::default();
         let a = t.insert(Box::new(Ext::Sctp(vec![])));
-        let b = t.insert(Box::new(Ext::Mptcp(MptcpOptions::default())));
+        let b = t.insert(Box::new(Ext::MptcpHandshake(MptcpHandshake::Join { packet: 1 })));
         assert_ne!(a, b);
         assert_eq!(*t.take(a), Ext::Sctp(vec![]));
         let c = t.insert(Box::new(Ext::Sctp(vec![])));

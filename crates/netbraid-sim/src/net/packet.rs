@@ -1,7 +1,8 @@
 //! Packets. A packet carries addressing (interfaces and ports: the
 //! five-tuple), its size on the wire, and a protocol body. Variable-length
-//! parts (MPTCP options, SCTP chunk lists) go in the pool's side table
-//! (`net::ext`), so the packet itself stays small and `Copy`.
+//! parts (MPTCP handshake options, SCTP chunk lists) go in the pool's side
+//! table (`net::ext`), so the packet itself stays small and `Copy`; MPTCP's
+//! DSS, on every subflow packet, is a field of the TCP segment.
 
 use super::ext::{Ext, ExtRef, ExtTable};
 use super::IfaceId;
@@ -31,6 +32,66 @@ pub struct TcpSegment {
     pub wnd: u32,
     pub flags: u8,
     pub sack: SackBlocks,
+    /// MPTCP's DSS option, if any: read and set through `dss()` and
+    /// `set_dss()` (kind and value are two fields so that the kind packs
+    /// beside `flags` and the segment grows by 8 bytes, not 16).
+    pub dss_kind: DssKind,
+    pub dss_value: u64,
+}
+
+/// What the segment's DSS fields hold.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(u8)]
+pub enum DssKind {
+    #[default]
+    None,
+    DataAck,
+    Mapping,
+}
+
+/// MPTCP's Data Sequence Signal on a subflow segment (RFC 8684 §3.3), as
+/// Linux sends it: an 8-byte DATA_ACK on every segment and, on data, a
+/// mapping with an 8-byte data sequence number, no checksum. It travels in
+/// the segment itself: every subflow packet has one, and a side-table entry
+/// per packet costs the simulator more than the 8 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dss {
+    /// A pure ACK: DATA_ACK, the next data byte the sender of the ACK expects.
+    DataAck(u64),
+    /// Data: this segment's bytes [seq, seq + len) carry data bytes
+    /// [dsn, dsn + len). (Its DATA_ACK is on the wire and counted in the
+    /// size; data flows one way, so the model has no value to put in it.)
+    Mapping { dsn: u64 },
+}
+
+impl Dss {
+    /// Option bytes on the wire, padded to 4: kind, length, subtype and
+    /// flags (4), DATA_ACK (8), and for a mapping DSN (8), subflow sequence
+    /// number (4) and data-level length (2).
+    pub fn wire_bytes(&self) -> u32 {
+        let raw: u32 = match self {
+            Dss::DataAck(_) => 4 + 8,
+            Dss::Mapping { .. } => 4 + 8 + 8 + 4 + 2,
+        };
+        raw.div_ceil(4) * 4
+    }
+}
+
+impl TcpSegment {
+    pub fn dss(&self) -> Option<Dss> {
+        match self.dss_kind {
+            DssKind::None => None,
+            DssKind::DataAck => Some(Dss::DataAck(self.dss_value)),
+            DssKind::Mapping => Some(Dss::Mapping { dsn: self.dss_value }),
+        }
+    }
+    pub fn set_dss(&mut self, dss: Option<Dss>) {
+        (self.dss_kind, self.dss_value) = match dss {
+            None => (DssKind::None, 0),
+            Some(Dss::DataAck(a)) => (DssKind::DataAck, a),
+            Some(Dss::Mapping { dsn }) => (DssKind::Mapping, dsn),
+        };
+    }
 }
 
 /// SACK blocks `[start, end)`, first block first, stored as 32-bit offsets
@@ -264,6 +325,25 @@ mod tests {
         let d = pool.insert(Packet { ext: Some(e), ..p });
         pool.free(d);
         assert_eq!(pool.live_exts(), 0);
+    }
+
+    /// RFC 8684 §3.3: DSS with an 8-byte DATA_ACK is 4 + 8 = 12 bytes; with
+    /// an 8-byte-DSN mapping too, without checksum, 4 + 8 + 8 + 4 + 2 = 26,
+    /// padded to 28.
+    #[test]
+    fn dss_sizes_and_round_trip() {
+        assert_eq!(Dss::DataAck(7).wire_bytes(), 12);
+        assert_eq!(Dss::Mapping { dsn: 7 }.wire_bytes(), 28);
+        let mut seg = TcpSegment::default();
+        assert_eq!(seg.dss(), None);
+        for d in [Dss::DataAck(u64::MAX), Dss::Mapping { dsn: 1 << 40 }] {
+            seg.set_dss(Some(d));
+            assert_eq!(seg.dss(), Some(d));
+        }
+        seg.set_dss(None);
+        assert_eq!(seg.dss(), None);
+        // the kind packs into the segment's padding: 8 bytes more, not 16
+        assert!(std::mem::size_of::<TcpSegment>() <= 72);
     }
 
     #[test]

@@ -24,6 +24,8 @@
 //! - option bytes on the wire: DSS with an 8-byte DATA_ACK on every ACK
 //!   (12 B), and with an 8-byte DSN mapping on every data segment (28 B,
 //!   padded), no DSS checksum (Linux's default); MP_JOIN as in RFC 8684.
+//!   Linux maps a whole write at once and every segment of it carries the
+//!   mapping; here each segment's names its own bytes, the same size.
 //! - the connection's buffers count payload bytes (not kernel memory);
 //!   the receiver reads as data arrives (an iperf server).
 //! - schedulers are described in `scheduler.rs`.
@@ -135,58 +137,25 @@ impl MptcpConfig {
     }
 }
 
-/// Bytes of the DSS option on a pure ACK: header 4 + DATA_ACK 8.
-pub const DSS_ACK_BYTES: u32 = 12;
-
-/// The boxes packet options travel in, reused: each end receives one with
-/// every packet and needs one for every packet it sends, so in steady state
-/// none is allocated (the per-packet cost of options is then a copy).
-#[derive(Default)]
-#[allow(clippy::vec_box)] // the boxes themselves are what is reused
-struct OptionBoxes(Vec<Box<crate::net::ext::Ext>>);
-
-impl OptionBoxes {
-    /// A subflow's TCP segment: the segment, its path (one of `paths`) and
-    /// its MPTCP options, keeping the packet's box for reuse.
-    fn open(
-        &mut self,
-        rx: crate::endpoint::Received<'_>,
-        paths: usize,
-    ) -> Option<(
-        crate::net::packet::TcpSegment,
-        usize,
-        Option<crate::net::ext::MptcpOptions>,
-    )> {
-        let crate::net::packet::Body::Tcp(seg) = &rx.packet.body else {
-            return None;
-        };
-        let i = rx.packet.path as usize;
-        let opts = match rx.ext.as_deref() {
-            Some(crate::net::ext::Ext::Mptcp(o)) => Some(o.clone()),
-            _ => None,
-        };
-        self.keep(rx.ext);
-        (i < paths).then_some((*seg, i, opts))
-    }
-
-    /// Keep a received packet's box (a bounded number of them).
-    fn keep(&mut self, ext: Option<Box<crate::net::ext::Ext>>) {
-        if let Some(b) = ext {
-            if self.0.len() < 4096 {
-                self.0.push(b);
-            }
-        }
-    }
-
-    fn wrap(&mut self, opts: crate::net::ext::MptcpOptions) -> Box<crate::net::ext::Ext> {
-        match self.0.pop() {
-            Some(mut b) => {
-                *b = crate::net::ext::Ext::Mptcp(opts);
-                b
-            }
-            None => Box::new(crate::net::ext::Ext::Mptcp(opts)),
-        }
-    }
+/// A subflow's TCP segment: the segment, its path (one of `paths`) and its
+/// handshake option, if any.
+fn open_segment(
+    rx: crate::endpoint::Received<'_>,
+    paths: usize,
+) -> Option<(
+    crate::net::packet::TcpSegment,
+    usize,
+    Option<crate::net::ext::MptcpHandshake>,
+)> {
+    let crate::net::packet::Body::Tcp(seg) = &rx.packet.body else {
+        return None;
+    };
+    let i = rx.packet.path as usize;
+    let handshake = match rx.ext.as_deref() {
+        Some(crate::net::ext::Ext::MptcpHandshake(h)) => Some(*h),
+        _ => None,
+    };
+    (i < paths).then_some((*seg, i, handshake))
 }
 
 #[cfg(test)]

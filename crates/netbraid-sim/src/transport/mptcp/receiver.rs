@@ -4,15 +4,23 @@
 
 use std::collections::BTreeMap;
 
-use super::DSS_ACK_BYTES;
 use crate::endpoint::{Outbox, Received, Scope, Snapshot, Transmit};
 use crate::engine::time::earliest;
 use crate::engine::Time;
-use crate::net::ext::{Dss, MptcpHandshake, MptcpOptions};
-use crate::net::packet::{ecn, tcp_flags, Body, TcpSegment};
+use crate::net::ext::{Ext, MptcpHandshake};
+use crate::net::packet::{ecn, tcp_flags, Body, Dss, TcpSegment};
 use crate::trace::counters::TransportCounters;
 use crate::transport::tcp::{RangeSet, TcpConfig, TcpReceiver};
 use crate::transport::StreamReceiver;
+
+/// A data segment's DSS mapping: subflow bytes [ssn, ssn + len) carry data
+/// bytes [dsn, dsn + len).
+#[derive(Clone, Copy)]
+struct Mapping {
+    ssn: u64,
+    dsn: u64,
+    len: u32,
+}
 
 struct RxSubflow {
     tcp: TcpReceiver,
@@ -58,7 +66,6 @@ pub struct MptcpReceiver {
     duplicate_bytes: u64,
     /// Connection-level counters (delivered and read bytes).
     stats: TransportCounters,
-    boxes: super::OptionBoxes,
 }
 
 impl MptcpReceiver {
@@ -95,7 +102,6 @@ impl MptcpReceiver {
             max_held: 0,
             duplicate_bytes: 0,
             stats: TransportCounters::default(),
-            boxes: Default::default(),
         }
     }
 
@@ -231,32 +237,22 @@ impl MptcpReceiver {
         }
         self.right_edge = self.window_edge();
         let wnd = (self.right_edge - self.data_ack).min(u32::MAX as u64) as u32;
-        let opts = MptcpOptions {
-            handshake: None,
-            dss: Some(Dss {
-                data_ack: Some(self.data_ack),
-                wide: true,
-                ..Default::default()
-            }),
-        };
+        let dss = Dss::DataAck(self.data_ack);
         for tx in &mut out[from..] {
             tx.path = i as u8;
             if let Body::Tcp(seg) = &mut tx.body {
                 seg.wnd = wnd;
+                seg.set_dss(Some(dss));
+                tx.size += dss.wire_bytes();
             }
-            tx.size += DSS_ACK_BYTES;
-            tx.ext = Some(self.boxes.wrap(opts.clone()));
         }
     }
 
     fn answer_join(&mut self, i: usize, packet: u8, out: &mut Outbox) {
-        let (flags, opts) = if packet == 1 {
+        let (flags, join) = if packet == 1 {
             (
                 tcp_flags::SYN | tcp_flags::ACK,
-                Some(MptcpOptions {
-                    handshake: Some(MptcpHandshake::Join { packet: 2 }),
-                    dss: None,
-                }),
+                Some(MptcpHandshake::Join { packet: 2 }),
             )
         } else {
             (tcp_flags::ACK, None) // the fourth ACK: a plain ACK
@@ -268,14 +264,15 @@ impl MptcpReceiver {
             wnd: 0,
             flags,
             sack: Default::default(),
+            ..Default::default()
         };
-        let size = self.header_bytes + opts.as_ref().map_or(0, |o| o.wire_bytes());
+        let size = self.header_bytes + join.map_or(0, |h| h.wire_bytes());
         out.push(Transmit {
             path: i as u8,
             body: Body::Tcp(seg),
             size,
             ect: false,
-            ext: opts.map(|o| self.boxes.wrap(o)),
+            ext: join.map(|h| Box::new(Ext::MptcpHandshake(h))),
         });
     }
 }
@@ -283,17 +280,24 @@ impl MptcpReceiver {
 impl StreamReceiver for MptcpReceiver {
     fn on_packet(&mut self, now: Time, rx: Received<'_>, out: &mut Outbox) {
         let (wire_size, ce) = (rx.packet.size, rx.packet.ecn == ecn::CE);
-        let Some((seg, i, opts)) = self.boxes.open(rx, self.subflows.len()) else {
+        let Some((seg, i, handshake)) = super::open_segment(rx, self.subflows.len()) else {
             return;
         };
-        let (seg, opts) = (&seg, opts.as_ref());
-        if let Some(MptcpHandshake::Join { packet }) = opts.and_then(|o| o.handshake) {
+        let seg = &seg;
+        if let Some(MptcpHandshake::Join { packet }) = handshake {
             if packet == 1 || packet == 3 {
                 self.answer_join(i, packet, out);
             }
             return;
         }
-        let mapping = opts.and_then(|o| o.dss).and_then(|d| d.mapping);
+        let mapping = match seg.dss() {
+            Some(Dss::Mapping { dsn }) => Some(Mapping {
+                ssn: seg.seq,
+                dsn,
+                len: seg.len,
+            }),
+            _ => None,
+        };
         let before = self.subflows[i].tcp.rcv_nxt();
         let mapping = mapping.filter(|_| seg.len > 0 && seg.seq >= before);
         // The common case, in order with nothing waiting, skips the map.

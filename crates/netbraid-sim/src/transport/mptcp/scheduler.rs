@@ -46,7 +46,7 @@ pub enum Scheduler {
 pub const SEND_BURST: u64 = 65428;
 
 /// What a scheduler sees of one subflow.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Candidate {
     pub usable: bool,
     pub backup: bool,
@@ -75,15 +75,21 @@ impl Scheduler {
         let tier = |i: usize, c: &Candidate| c.usable && c.backup == backup && Some(i) != exclude;
         match self {
             Scheduler::Default => {
-                // The soonest-draining subflow of the tier; if it cannot
-                // queue more, wait for it (Linux does not fall back to a
-                // slower subflow).
-                let (i, c) = subflows
-                    .iter()
-                    .enumerate()
-                    .filter(|&(i, c)| tier(i, c))
-                    .min_by(|(_, a), (_, b)| linger(a).total_cmp(&linger(b)))?;
-                can_queue(c).then_some((i, SEND_BURST))
+                // The soonest-draining subflow of the tier (the first of
+                // equals); if it cannot queue more, wait for it (Linux does
+                // not fall back to a slower subflow). (A plain loop: this
+                // runs on every ACK.)
+                let mut best: Option<(usize, f64)> = None;
+                for (i, c) in subflows.iter().enumerate() {
+                    if tier(i, c) {
+                        let l = linger(c);
+                        if best.is_none_or(|(_, b)| l < b) {
+                            best = Some((i, l));
+                        }
+                    }
+                }
+                let (i, _) = best?;
+                can_queue(&subflows[i]).then_some((i, SEND_BURST))
             }
             Scheduler::MinRtt | Scheduler::Redundant => subflows
                 .iter()

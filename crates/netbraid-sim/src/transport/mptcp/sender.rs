@@ -10,8 +10,8 @@ use crate::cc::{CongestionControl, SubflowView};
 use crate::endpoint::{Outbox, Received, Report, Scope, SenderState, Snapshot, Transmit};
 use crate::engine::time::earliest;
 use crate::engine::Time;
-use crate::net::ext::{Dss, DssMapping, MptcpHandshake, MptcpOptions};
-use crate::net::packet::{tcp_flags, Body, TcpSegment};
+use crate::net::ext::{Ext, MptcpHandshake};
+use crate::net::packet::{tcp_flags, Body, Dss, TcpSegment};
 use crate::trace::counters::TransportCounters;
 use crate::transport::tcp::{RangeSet, TcpConfig, TcpSender, UNSET_BUFFER};
 use crate::transport::StreamSender;
@@ -152,10 +152,13 @@ pub struct MptcpSender {
     last_pick: usize,
     burst_left: u64,
     completed_at: Option<Time>,
-    boxes: super::OptionBoxes,
     views: Vec<SubflowView>,
-    /// The scheduler's view of the subflows (kept to reuse its allocation).
+    /// The scheduler's view of the subflows, kept between pushes: an ACK or
+    /// a write changes one subflow, so only the ones marked in `refresh`
+    /// are looked at again (a subflow's room costs a walk of its scoreboard
+    /// in SACK recovery).
     cands: Vec<Candidate>,
+    refresh: Vec<bool>,
 }
 
 impl MptcpSender {
@@ -207,9 +210,9 @@ impl MptcpSender {
             last_pick: 0,
             burst_left: 0,
             completed_at: None,
-            boxes: Default::default(),
             views: Vec::new(),
             cands: Vec::new(),
+            refresh: vec![true; n],
         }
     }
 
@@ -322,12 +325,17 @@ impl MptcpSender {
         }
     }
 
+    /// Subflow `i` changed: the scheduler looks at it again.
+    fn mark(&mut self, i: usize) {
+        self.refresh[i] = true;
+    }
+    fn mark_all(&mut self) {
+        self.refresh.fill(true);
+    }
+
     fn push_scheduled(&mut self, now: Time, out: &mut Outbox) {
-        // Computed once: a subflow's room costs a walk of its scoreboard in
-        // SACK recovery; after each write only the chosen one changes, and
-        // its room by exactly the bytes written (sent or queued).
         let mut cands = std::mem::take(&mut self.cands);
-        cands.clear();
+        let mut fresh = false;
         loop {
             // A queued reinjection is dropped once DATA_ACK covers it or the
             // subflow that had it delivered it after all.
@@ -341,8 +349,9 @@ impl MptcpSender {
                 }
                 keep
             });
-            if cands.is_empty() && (!self.reinject.is_empty() || self.new_chunk_len(0).is_some()) {
-                cands.extend((0..self.subflows.len()).map(|k| self.candidate(k)));
+            if !fresh && (!self.reinject.is_empty() || self.new_chunk_len(0).is_some()) {
+                self.refresh_candidates(&mut cands);
+                fresh = true;
             }
             let Some((dsn, len, reinjection, i)) = self.next_job(&cands) else {
                 break;
@@ -350,11 +359,14 @@ impl MptcpSender {
             self.last_pick = i;
             self.burst_left = self.burst_left.saturating_sub(len);
             self.send_chunk(now, i, dsn, len, out);
-            let room = cands[i].room.saturating_sub(len);
-            cands[i] = Candidate {
-                room,
-                ..self.candidate_without_room(i)
-            };
+            // A write changes only what the subflow holds (its cwnd, RTT and
+            // state stay), and its room shrinks by exactly the bytes written.
+            let t = &self.subflows[i].tcp;
+            let c = &mut cands[i];
+            c.unsent = t.unsent();
+            c.queued = t.flight_size() + c.unsent;
+            c.room = c.room.saturating_sub(len);
+            self.refresh[i] = false;
             if let Some(k) = reinjection {
                 self.reinject.remove(k);
             } else {
@@ -362,12 +374,30 @@ impl MptcpSender {
             }
         }
         if (self.opportunistic_retransmission || self.penalisation) && self.window_blocked() {
-            if cands.is_empty() {
-                cands.extend((0..self.subflows.len()).map(|k| self.candidate(k)));
+            if !fresh {
+                self.refresh_candidates(&mut cands);
             }
             self.optimise_receive_buffer(now, &cands, out);
         }
         self.cands = cands;
+    }
+
+    /// Bring the scheduler's view up to date: the marked subflows (all of
+    /// them the first time).
+    fn refresh_candidates(&mut self, cands: &mut Vec<Candidate>) {
+        if cands.len() != self.subflows.len() {
+            cands.clear();
+            cands.extend((0..self.subflows.len()).map(|k| self.candidate(k)));
+        } else {
+            for (k, c) in cands.iter_mut().enumerate() {
+                if self.refresh[k] {
+                    *c = self.candidate(k);
+                } else {
+                    debug_assert_eq!(*c, self.candidate(k), "subflow {k} changed unmarked");
+                }
+            }
+        }
+        self.refresh.fill(false);
     }
 
     /// The redundant scheduler: every subflow with room takes the oldest chunk
@@ -452,6 +482,7 @@ impl MptcpSender {
             let due = self.last_optimisation[s].is_none_or(|t| now >= t + srtt_s);
             if due && self.subflows[owner].tcp.penalise() {
                 self.last_optimisation[s] = Some(now);
+                self.mark(owner);
             }
         }
         // Opportunistic retransmission, on a subflow with nothing waiting (so
@@ -515,6 +546,7 @@ impl MptcpSender {
     /// Hand subflow `i` data bytes [dsn, dsn + len) as one mapped write; what
     /// it sends at once goes into `out` with its options.
     fn send_chunk(&mut self, now: Time, i: usize, dsn: u64, len: u64, out: &mut Outbox) {
+        self.mark(i);
         let sub = &mut self.subflows[i];
         sub.maps.push(Map {
             ssn: sub.tcp.written_end(),
@@ -534,32 +566,23 @@ impl MptcpSender {
         let maps = &mut self.subflows[i].maps;
         for tx in &mut out[from..] {
             tx.path = i as u8;
-            let mut dss = Dss {
-                data_ack: Some(0),
-                wide: true,
-                ..Default::default()
-            };
-            if let Body::Tcp(seg) = &tx.body {
-                if seg.len > 0 {
+            if let Body::Tcp(seg) = &mut tx.body {
+                let dss = if seg.len > 0 {
                     // new data is in the chunk just written; a retransmission is searched for
                     let m = maps.find(seg.seq);
                     debug_assert!(
                         m.ssn <= seg.seq && seg.seq + seg.len as u64 <= m.ssn + m.len,
                         "every segment lies in one mapped chunk"
                     );
-                    dss.mapping = Some(DssMapping {
+                    Dss::Mapping {
                         dsn: m.dsn + (seg.seq - m.ssn),
-                        ssn: seg.seq,
-                        len: seg.len as u16,
-                    });
-                }
+                    }
+                } else {
+                    Dss::DataAck(0)
+                };
+                seg.set_dss(Some(dss));
+                tx.size = tx.size.max(header) + dss.wire_bytes();
             }
-            let opts = MptcpOptions {
-                handshake: None,
-                dss: Some(dss),
-            };
-            tx.size = tx.size.max(header) + opts.wire_bytes();
-            tx.ext = Some(self.boxes.wrap(opts));
         }
     }
 
@@ -567,10 +590,7 @@ impl MptcpSender {
 
     fn send_join(&mut self, now: Time, i: usize, packet: u8, rto: Time, resent: bool, out: &mut Outbox) {
         let flags = if packet == 1 { tcp_flags::SYN } else { tcp_flags::ACK };
-        let opts = MptcpOptions {
-            handshake: Some(MptcpHandshake::Join { packet }),
-            dss: None,
-        };
+        let join = MptcpHandshake::Join { packet };
         let seg = TcpSegment {
             seq: 0,
             len: 0,
@@ -578,14 +598,15 @@ impl MptcpSender {
             wnd: 0,
             flags,
             sack: Default::default(),
+            ..Default::default()
         };
-        let size = self.cfg.header_bytes + opts.wire_bytes();
+        let size = self.cfg.header_bytes + join.wire_bytes();
         out.push(Transmit {
             path: i as u8,
             body: Body::Tcp(seg),
             size,
             ect: false,
-            ext: Some(self.boxes.wrap(opts)),
+            ext: Some(Box::new(Ext::MptcpHandshake(join))),
         });
         self.subflows[i].join = Join::Sent {
             packet,
@@ -610,7 +631,7 @@ impl MptcpSender {
         now: Time,
         i: usize,
         seg: &TcpSegment,
-        opts: Option<&MptcpOptions>,
+        handshake: Option<MptcpHandshake>,
         out: &mut Outbox,
     ) -> bool {
         let Join::Sent {
@@ -622,7 +643,6 @@ impl MptcpSender {
         else {
             return false;
         };
-        let handshake = opts.and_then(|o| o.handshake);
         if packet == 1 && handshake == Some(MptcpHandshake::Join { packet: 2 }) {
             if !resent {
                 // the subflow's first RTT sample, as Linux takes it from the handshake
@@ -631,8 +651,7 @@ impl MptcpSender {
             self.send_join(now, i, 3, self.cfg.rto_initial, false, out);
             return true;
         }
-        if packet == 3 && seg.flags & tcp_flags::SYN == 0 && handshake.is_none() && opts.is_none_or(|o| o.dss.is_none())
-        {
+        if packet == 3 && seg.flags & tcp_flags::SYN == 0 && handshake.is_none() && seg.dss().is_none() {
             self.subflows[i].join = Join::Active;
             return true;
         }
@@ -641,14 +660,15 @@ impl MptcpSender {
 
     // ---- acknowledgements and timers ---------------------------------------
 
-    fn on_data_ack(&mut self, now: Time, i: usize, seg: &TcpSegment, dss: Option<&Dss>, out: &mut Outbox) {
+    fn on_data_ack(&mut self, now: Time, i: usize, seg: &TcpSegment, out: &mut Outbox) {
         let una_before = self.data_una;
-        if let Some(data_ack) = dss.and_then(|d| d.data_ack) {
+        if let Some(Dss::DataAck(data_ack)) = seg.dss() {
             if data_ack >= self.data_una {
                 self.data_una = data_ack.min(self.data_nxt.max(self.data_una));
                 self.window_edge = self.window_edge.max(data_ack + seg.wnd as u64);
             }
         }
+        self.mark(i);
         let s = &mut self.subflows[i];
         s.last_ack = Some(now);
         s.stale = false;
@@ -803,22 +823,20 @@ impl StreamSender for MptcpSender {
         self.app_end = Some(self.data_nxt);
     }
     fn on_packet(&mut self, now: Time, rx: Received<'_>, out: &mut Outbox) {
-        let Some((seg, i, opts)) = self.boxes.open(rx, self.subflows.len()) else {
+        let Some((seg, i, handshake)) = super::open_segment(rx, self.subflows.len()) else {
             return;
         };
-        let (seg, opts) = (&seg, opts.as_ref());
         if self.subflows[i].join != Join::Active {
-            self.on_join_packet(now, i, seg, opts, out);
-        } else if seg.flags & tcp_flags::ACK != 0
-            && seg.flags & tcp_flags::SYN == 0
-            && opts.is_none_or(|o| o.handshake.is_none())
-        {
+            self.mark_all(); // a join changes which subflows are usable
+            self.on_join_packet(now, i, &seg, handshake, out);
+        } else if seg.flags & tcp_flags::ACK != 0 && seg.flags & tcp_flags::SYN == 0 && handshake.is_none() {
             // (a late duplicate of a handshake packet is not a subflow ACK)
-            self.on_data_ack(now, i, seg, opts.and_then(|o| o.dss.as_ref()), out);
+            self.on_data_ack(now, i, &seg, out);
         }
         self.push(now, out);
     }
     fn on_timer(&mut self, now: Time, out: &mut Outbox) {
+        self.mark_all();
         for i in 0..self.subflows.len() {
             if let Join::Sent {
                 packet, deadline, rto, ..

@@ -4,20 +4,26 @@
 
 #[derive(Default, Debug)]
 pub struct RangeSet {
+    /// The ranges from `head` on; those before it were pruned. Pruning moves
+    /// `head` and the vector is compacted only now and then, because the
+    /// queue can hold thousands of ranges (an MPTCP receiver's, with two
+    /// subflows' data interleaved) and is pruned on almost every delivery.
     ranges: Vec<(u64, u64)>,
+    head: usize,
 }
 
 impl RangeSet {
     pub fn is_empty(&self) -> bool {
-        self.ranges.is_empty()
+        self.ranges().is_empty()
     }
 
     pub fn clear(&mut self) {
         self.ranges.clear();
+        self.head = 0;
     }
 
     pub fn ranges(&self) -> &[(u64, u64)] {
-        &self.ranges
+        &self.ranges[self.head..]
     }
 
     /// Add a range; returns how many bytes were not known before.
@@ -25,55 +31,73 @@ impl RangeSet {
         if start >= end {
             return 0;
         }
-        let covered_before: u64 = self.overlap(start, end);
-        // Merge with every range that overlaps or touches [start, end).
-        let first = self.ranges.partition_point(|r| r.1 < start);
+        // Merge with every range that overlaps or touches [start, end): only
+        // those can hold bytes of it.
+        let first = self.head + self.ranges().partition_point(|r| r.1 < start);
         let mut last = first;
         let (mut s, mut e) = (start, end);
+        let mut covered_before = 0;
         while last < self.ranges.len() && self.ranges[last].0 <= end {
-            s = s.min(self.ranges[last].0);
-            e = e.max(self.ranges[last].1);
+            let (rs, re) = self.ranges[last];
+            covered_before += re.min(end).saturating_sub(rs.max(start));
+            s = s.min(rs);
+            e = e.max(re);
             last += 1;
         }
-        self.ranges.splice(first..last, [(s, e)]);
+        if last == first + 1 {
+            self.ranges[first] = (s, e);
+        } else {
+            self.ranges.splice(first..last, [(s, e)]);
+        }
         (end - start) - covered_before
     }
 
     /// Bytes of [start, end) already SACKed.
     pub fn overlap(&self, start: u64, end: u64) -> u64 {
-        self.ranges
+        let live = self.ranges();
+        let first = live.partition_point(|r| r.1 <= start);
+        live[first..]
             .iter()
+            .take_while(|r| r.0 < end)
             .map(|&(s, e)| e.min(end).saturating_sub(s.max(start)))
             .sum()
     }
 
     /// Forget everything below `ack`.
     pub fn prune_below(&mut self, ack: u64) {
-        let keep_from = self.ranges.partition_point(|r| r.1 <= ack);
-        self.ranges.drain(..keep_from);
-        if let Some(first) = self.ranges.first_mut() {
+        self.head += self.ranges().partition_point(|r| r.1 <= ack);
+        if self.head == self.ranges.len() {
+            self.clear();
+        } else {
+            let first = &mut self.ranges[self.head];
             first.0 = first.0.max(ack);
+            if self.head >= 64 && self.head * 2 >= self.ranges.len() {
+                self.ranges.drain(..self.head);
+                self.head = 0;
+            }
         }
     }
 
     pub fn is_sacked(&self, seq: u64) -> bool {
-        let i = self.ranges.partition_point(|r| r.1 <= seq);
-        i < self.ranges.len() && self.ranges[i].0 <= seq
+        let live = self.ranges();
+        let i = live.partition_point(|r| r.1 <= seq);
+        i < live.len() && live[i].0 <= seq
     }
 
     /// End of the highest SACKed range.
     pub fn highest(&self) -> Option<u64> {
-        self.ranges.last().map(|r| r.1)
+        self.ranges().last().map(|r| r.1)
     }
 
     /// SACKed bytes and number of SACKed ranges strictly above `seq`.
     pub fn above(&self, seq: u64) -> (u64, usize) {
-        let i = self.ranges.partition_point(|r| r.1 <= seq);
+        let live = self.ranges();
+        let i = live.partition_point(|r| r.1 <= seq);
         let mut bytes = 0;
-        for &(s, e) in &self.ranges[i..] {
+        for &(s, e) in &live[i..] {
             bytes += e - s.max(seq);
         }
-        (bytes, self.ranges.len() - i)
+        (bytes, live.len() - i)
     }
 }
 
@@ -104,5 +128,44 @@ mod tests {
         sb.prune_below(35);
         assert_eq!(sb.ranges(), &[(35, 40), (50, 60)]);
         assert_eq!(sb.highest(), Some(60));
+        assert_eq!(sb.overlap(0, 100), 15);
+        assert_eq!(sb.overlap(38, 55), 7);
+        sb.prune_below(60);
+        assert!(sb.is_empty());
+    }
+
+    /// Against a byte-by-byte model: random adds and prunes, many ranges
+    /// (the pruned front is compacted now and then).
+    #[test]
+    fn matches_a_set_of_bytes() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(7);
+        let mut sb = RangeSet::default();
+        let mut bytes = std::collections::BTreeSet::new();
+        let mut floor = 0u64;
+        for step in 0..20_000 {
+            if step % 50 == 49 {
+                floor += rng.gen_range(0..40);
+                sb.prune_below(floor);
+                bytes.retain(|&b| b >= floor);
+            } else {
+                let start = floor + rng.gen_range(0..2_000);
+                let end = start + rng.gen_range(0..6);
+                let new = (start..end).filter(|b| !bytes.contains(b)).count() as u64;
+                assert_eq!(sb.overlap(start, end), (end - start) - new);
+                assert_eq!(sb.add(start, end), new);
+                bytes.extend(start..end);
+            }
+            let probe = floor + rng.gen_range(0..2_000);
+            assert_eq!(sb.is_sacked(probe), bytes.contains(&probe));
+        }
+        let mut expect = Vec::new();
+        for &b in &bytes {
+            match expect.last_mut() {
+                Some((_, e)) if *e == b => *e += 1,
+                _ => expect.push((b, b + 1)),
+            }
+        }
+        assert_eq!(sb.ranges(), &expect[..]);
     }
 }

@@ -262,6 +262,7 @@ impl TcpReceiver {
             wnd: self.advertised_window(),
             flags,
             sack,
+            ..Default::default()
         };
         out.push(Transmit::new(
             Body::Tcp(seg),

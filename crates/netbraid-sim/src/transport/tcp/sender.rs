@@ -206,8 +206,17 @@ impl TcpSender {
     /// what the windows allow, and returns the bytes taken.
     pub fn write(&mut self, now: Time, bytes: u64, out: &mut Outbox) -> u64 {
         self.begin(now);
+        // A whole segment already waiting means the windows hold data back
+        // (not Nagle, not a lack of data): bytes behind it cannot go now.
+        // (MPTCP tops up deep subflow queues on every ACK: this skips a
+        // send pass that would find nothing.)
+        let blocked = self.unsent() >= self.mss;
         let n = self.buf.write(self.snd_una, bytes);
-        self.send_available(now, out);
+        if !blocked || cfg!(debug_assertions) {
+            let before = out.len();
+            self.send_available(now, out);
+            debug_assert!(!blocked || out.len() == before, "a blocked sender sent after a write");
+        }
         n
     }
 
@@ -635,6 +644,7 @@ impl TcpSender {
             wnd: self.cfg.rcvbuf.min(u32::MAX as u64) as u32,
             flags: tcp_flags::ACK,
             sack: Default::default(),
+            ..Default::default()
         };
         out.push(Transmit::new(Body::Tcp(seg), self.cfg.header_bytes, false));
     }
@@ -981,6 +991,7 @@ impl TcpSender {
             wnd,
             flags: tcp_flags::ACK,
             sack: Default::default(),
+            ..Default::default()
         };
         out.push(Transmit::new(
             Body::Tcp(seg),
