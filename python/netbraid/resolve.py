@@ -46,6 +46,8 @@ TCP_DEFAULTS: dict[str, Any] = {
     "ecn": False,
     "semantics": "rfc",
     "nodelay": False,
+    "rack": False,
+    "tlp": False,
 }
 CBR_DEFAULT_PACKET = 1000
 ONOFF_DEFAULT_PACKET = 210  # ns-2 Application/Traffic/Exponential packetSize_

@@ -257,6 +257,14 @@ class TcpOptions(Strict):
     #: the RFCs (limited transmit, ssthresh rounding, dupack counting; see
     #: docs/scenario.md) — for reproducing ns-2 studies, sim only.
     semantics: Optional[Literal["rfc", "ns2"]] = None
+    #: RACK (RFC 8985): loss detected by time (a segment sent before one
+    #: already delivered, after an RTT and a reordering window) instead of
+    #: by three duplicate ACKs; finds lost retransmissions without a
+    #: timeout. Needs recovery = "sack". Sim only (the kernel has its own).
+    rack: Optional[Flag] = None
+    #: TLP (RFC 8985): a probe when the flight goes quiet for two round
+    #: trips, so a loss at the tail is repaired without a timeout. Needs rack.
+    tlp: Optional[Flag] = None
 
 
 TCP_FIELDS = tuple(TcpOptions.model_fields)

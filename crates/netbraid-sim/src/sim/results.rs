@@ -54,6 +54,8 @@ pub struct FlowResult {
     pub ecn_reductions: u64,
     /// Zero-window probes the sender sent (persist timer).
     pub window_probes: u64,
+    /// Tail loss probes the sender sent (RACK-TLP).
+    pub loss_probes: u64,
     /// ACKs the receiver sent to reopen a window its application's reading freed.
     pub window_updates: u64,
     pub rtt_mean_s: Option<f64>,
@@ -94,6 +96,7 @@ pub struct SubflowResult {
     pub packets_lost: u64,
     pub timeouts: u64,
     pub fast_retransmits: u64,
+    pub loss_probes: u64,
     pub rtt_mean_s: Option<f64>,
     pub srtt_s: Option<f64>,
     pub cwnd_mean_bytes: Option<f64>,
@@ -254,6 +257,7 @@ impl Simulation {
                         packets_lost: pc.acct.data_packets_dropped,
                         timeouts: pc.transport.timeouts,
                         fast_retransmits: pc.transport.fast_retransmits,
+                        loss_probes: pc.transport.loss_probes,
                         rtt_mean_s: pr.rtt_mean_s,
                         srtt_s: pa.sender.and_then(|s| s.srtt).map(as_secs_f64),
                         cwnd_mean_bytes: pr.cwnd_mean_bytes,
@@ -281,6 +285,7 @@ impl Simulation {
                 fast_retransmits: c.transport.fast_retransmits,
                 ecn_reductions: c.transport.ecn_reductions,
                 window_probes: c.transport.window_probes,
+                loss_probes: c.transport.loss_probes,
                 window_updates: c.transport.window_updates,
                 rtt_mean_s: r.rtt_mean_s,
                 rtt_min_s: now_state.and_then(|s| s.min_rtt).map(as_secs_f64),

@@ -45,6 +45,8 @@ crate::counters! {
         pub timeouts: u64,
         /// Zero-window probes sent on the persist timer.
         pub window_probes: u64,
+        /// Tail loss probes sent (RACK-TLP).
+        pub loss_probes: u64,
         pub acks_received: u64,
         /// Integral of cwnd over time (bytes·ns), for a time-weighted mean.
         pub cwnd_area: f64,

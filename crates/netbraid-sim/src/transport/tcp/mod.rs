@@ -2,7 +2,8 @@
 //! sockets that applications (`app`) own and write to or read from.
 //!
 //! Modelled: slow start and congestion avoidance (through `cc`), Reno,
-//! NewReno (RFC 6582) and SACK (RFC 2018 / RFC 6675) loss recovery, limited
+//! NewReno (RFC 6582) and SACK (RFC 2018 / RFC 6675) loss recovery, RACK-TLP
+//! loss detection and tail loss probes (RFC 8985, optional), limited
 //! transmit (RFC 3042), RTO (RFC 6298) with Karn's rule and backoff, delayed
 //! ACKs, send and receive socket buffers with back-pressure: the receive
 //! window is the free space of the receiver's buffer, which fills until the
@@ -16,6 +17,7 @@
 //! scaling always available, and RTT timed on one segment per round trip
 //! (no timestamps option).
 
+mod rack;
 mod ranges;
 mod receiver;
 mod rtt;
@@ -119,6 +121,17 @@ pub struct TcpConfig {
     /// TCP_NODELAY: send short segments without waiting for ACKs (no Nagle).
     #[serde(default)]
     pub nodelay: bool,
+    /// RACK (RFC 8985): a segment is lost when one sent after it has been
+    /// delivered and a reordering window has passed, instead of after
+    /// DupThresh duplicate ACKs; lost retransmissions are found the same
+    /// way. Needs `recovery = Sack`.
+    #[serde(default)]
+    pub rack: bool,
+    /// TLP (RFC 8985): a probe segment when the flight goes quiet for about
+    /// two round trips, so a loss at the tail is recovered without a
+    /// timeout. Needs `rack`.
+    #[serde(default)]
+    pub tlp: bool,
 }
 
 /// The buffer size that stands for "not set" (1 GiB: never the limit).
@@ -152,6 +165,8 @@ impl Default for TcpConfig {
             ecn: false,
             semantics: Semantics::Rfc,
             nodelay: false,
+            rack: false,
+            tlp: false,
         }
     }
 }
@@ -266,6 +281,18 @@ impl TcpConfig {
                 ),
             );
         }
+        if self.rack && self.recovery != Recovery::Sack {
+            return bad(
+                "rack",
+                "RACK works from SACK information and needs recovery = \"sack\" (allowed: rack = false with any recovery)".into(),
+            );
+        }
+        if self.tlp && !self.rack {
+            return bad(
+                "tlp",
+                "tail loss probes are part of RACK-TLP and need rack = true (allowed: tlp = false, or rack = true and tlp = true)".into(),
+            );
+        }
         if self.semantics == Semantics::Ns2 && self.recovery != Recovery::Tahoe {
             return bad("semantics", format!(
                 "\"ns2\" follows ns-2's Agent/TCP, which is Tahoe, and needs recovery = \"tahoe\" (got recovery = \"{}\"); allowed: semantics = \"rfc\" with any recovery",
@@ -351,5 +378,7 @@ fn secs(t: Time) -> f64 {
 
 #[cfg(test)]
 mod back_to_back;
+#[cfg(test)]
+mod rack_tests;
 #[cfg(test)]
 mod tests;

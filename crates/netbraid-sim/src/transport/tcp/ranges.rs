@@ -28,6 +28,12 @@ impl RangeSet {
 
     /// Add a range; returns how many bytes were not known before.
     pub fn add(&mut self, start: u64, end: u64) -> u64 {
+        self.add_with(start, end, |_, _| {})
+    }
+
+    /// Add a range, handing `new` each part of it that was not known
+    /// before, in order; returns how many bytes those parts hold.
+    pub fn add_with(&mut self, start: u64, end: u64, mut new: impl FnMut(u64, u64)) -> u64 {
         if start >= end {
             return 0;
         }
@@ -37,12 +43,20 @@ impl RangeSet {
         let mut last = first;
         let (mut s, mut e) = (start, end);
         let mut covered_before = 0;
+        let mut cursor = start; // below it, [start, end) is accounted for
         while last < self.ranges.len() && self.ranges[last].0 <= end {
             let (rs, re) = self.ranges[last];
             covered_before += re.min(end).saturating_sub(rs.max(start));
+            if rs > cursor {
+                new(cursor, rs.min(end));
+            }
+            cursor = cursor.max(re);
             s = s.min(rs);
             e = e.max(re);
             last += 1;
+        }
+        if cursor < end {
+            new(cursor, end);
         }
         if last == first + 1 {
             self.ranges[first] = (s, e);
@@ -153,7 +167,11 @@ mod tests {
                 let end = start + rng.gen_range(0..6);
                 let new = (start..end).filter(|b| !bytes.contains(b)).count() as u64;
                 assert_eq!(sb.overlap(start, end), (end - start) - new);
-                assert_eq!(sb.add(start, end), new);
+                let mut parts = Vec::new();
+                assert_eq!(sb.add_with(start, end, |s, e| parts.push((s, e))), new);
+                let listed: Vec<u64> = parts.iter().flat_map(|&(s, e)| s..e).collect();
+                let expected: Vec<u64> = (start..end).filter(|b| !bytes.contains(b)).collect();
+                assert_eq!(listed, expected, "the new parts of [{start}, {end})");
                 bytes.extend(start..end);
             }
             let probe = floor + rng.gen_range(0..2_000);

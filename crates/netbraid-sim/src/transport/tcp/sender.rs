@@ -8,6 +8,7 @@
 //! When the peer's window is closed and nothing is in flight, the persist
 //! timer sends zero-window probes with exponential backoff (RFC 9293 §3.8.6.1).
 
+use super::rack::{Rack, Tlp};
 use super::send_buffer::SendBuffer;
 use super::{RangeSet, Recovery, RttEstimator, Semantics, TcpConfig};
 use crate::cc::{AckEvent, CongestionControl, SubflowView};
@@ -32,11 +33,18 @@ pub struct CongestionRecord {
     pub ssthresh: u64,
 }
 
-/// A segment that was sent: its first byte and its length.
+/// A segment that was sent: its first byte and its length, and what RACK
+/// needs (RFC 8985 §6.1): when it was last sent, whether it was sent more
+/// than once, whether it is marked lost, and whether a retransmission of it
+/// is in flight (sent and not known lost).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Sent {
     seq: u64,
     len: u64,
+    xmit_ts: Time,
+    retransmitted: bool,
+    lost: bool,
+    rexmit_in_flight: bool,
 }
 
 /// The segments in [snd_una, snd_max), oldest first: a vector with a moving
@@ -51,6 +59,9 @@ struct SentList {
 impl SentList {
     fn as_slice(&self) -> &[Sent] {
         &self.v[self.head..]
+    }
+    fn as_mut_slice(&mut self) -> &mut [Sent] {
+        &mut self.v[self.head..]
     }
     fn push(&mut self, s: Sent) {
         self.v.push(s);
@@ -140,6 +151,11 @@ pub struct TcpSender {
     stats: TransportCounters,
     log: Vec<CongestionRecord>,
     completed_at: Option<Time>,
+    /// RACK-TLP's state (used when `cfg.rack` / `cfg.tlp`).
+    rack: Rack,
+    tlp: Tlp,
+    /// Newly SACKed ranges of the ACK being processed (kept for its allocation).
+    newly_sacked: Vec<(u64, u64)>,
 }
 
 impl TcpSender {
@@ -182,6 +198,9 @@ impl TcpSender {
             stats: TransportCounters::default(),
             log: Vec::new(),
             completed_at: None,
+            rack: Rack::default(),
+            tlp: Tlp::default(),
+            newly_sacked: Vec::new(),
             cfg,
         }
     }
@@ -372,7 +391,8 @@ impl TcpSender {
     }
     /// When the sender next needs `on_timer`.
     pub fn poll_at(&self) -> Option<Time> {
-        earliest(self.rto_deadline, self.persist_deadline)
+        let rack_tlp = earliest(self.rack.deadline, self.tlp.deadline);
+        earliest(earliest(self.rto_deadline, self.persist_deadline), rack_tlp)
     }
 
     // ---- input -----------------------------------------------------------
@@ -400,13 +420,24 @@ impl TcpSender {
 
         let mut newly_sacked = 0;
         if self.cfg.recovery == Recovery::Sack {
+            let mut parts = std::mem::take(&mut self.newly_sacked);
+            parts.clear();
             for (s, e) in seg.sack.iter(seg.ack) {
                 let (s, e) = (s.max(ack), e.min(self.snd_max));
-                if s < e {
+                if s < e && self.cfg.rack {
+                    newly_sacked += self.sacked.add_with(s, e, |a, b| parts.push((a, b)));
+                } else if s < e {
                     newly_sacked += self.sacked.add(s, e);
                 }
             }
+            if self.cfg.rack {
+                for &(a, b) in &parts {
+                    self.rack_delivered(now, a, b, false);
+                }
+            }
+            self.newly_sacked = parts;
         }
+        let una_before = self.snd_una;
 
         // RFC 3168 §6.1.2: an ECN echo halves the window once per window of
         // data, without retransmitting; the next new segment carries CWR.
@@ -424,6 +455,7 @@ impl TcpSender {
             // RFC 6675 §5 (4b): loss may be evident from SACK information on
             // a cumulative ACK too.
             if self.cfg.recovery == Recovery::Sack
+                && !self.cfg.rack
                 && !self.in_recovery
                 && self.snd_una < self.snd_max
                 && self.is_lost(self.snd_una)
@@ -448,6 +480,8 @@ impl TcpSender {
                     if self.cfg.recovery != Recovery::Sack {
                         self.inflation += self.mss as i64;
                     }
+                } else if self.cfg.rack {
+                    // (RACK decides below, by time)
                 } else if self.dupacks == self.cfg.dupthresh
                     || (self.cfg.recovery == Recovery::Sack
                         && (self.dupacks > self.cfg.dupthresh || self.is_lost(self.snd_una)))
@@ -455,6 +489,12 @@ impl TcpSender {
                     self.enter_recovery(now, out);
                 }
             }
+        }
+        if self.cfg.tlp {
+            self.tlp_on_ack(now, ack, una_before, newly_sacked, flight_before);
+        }
+        if self.cfg.rack {
+            self.rack_detect_and_recover(now, out);
         }
         self.send_available(now, out);
     }
@@ -477,6 +517,9 @@ impl TcpSender {
         if round_start {
             self.round += 1;
             self.round_end = self.snd_max;
+        }
+        if self.cfg.rack {
+            self.rack_delivered(now, self.snd_una, ack, true);
         }
         self.snd_una = ack;
         self.sent.ack(ack);
@@ -553,6 +596,17 @@ impl TcpSender {
         if self.persist_deadline.is_some_and(|d| now >= d) {
             self.probe(now, out);
         }
+        if self.rack.deadline.is_some_and(|d| now >= d) {
+            self.rack.deadline = None;
+            self.account_cwnd(now);
+            self.rack_detect_and_recover(now, out);
+            self.send_available(now, out);
+        }
+        if self.tlp.deadline.is_some_and(|d| now >= d) {
+            self.tlp.deadline = None;
+            self.account_cwnd(now);
+            self.send_loss_probe(now, out);
+        }
         match self.rto_deadline {
             Some(d) if now >= d => {}
             _ => return,
@@ -584,6 +638,18 @@ impl TcpSender {
         }
         self.partial_acks = 0;
         self.timed = None;
+        if self.cfg.rack {
+            // Every segment not SACKed is lost now (RFC 8985 §6.3; Linux's
+            // tcp_timeout_mark_lost), and no probe is outstanding.
+            for seg in self.sent.as_mut_slice() {
+                if !self.sacked.is_sacked(seg.seq) {
+                    seg.lost = true;
+                    seg.rexmit_in_flight = false;
+                }
+            }
+            self.rack.deadline = None;
+            self.tlp = Tlp::default();
+        }
         // Go-back-N from snd_una; send_available skips SACKed segments.
         self.snd_nxt = self.snd_una;
         self.high_rxt = self.snd_una;
@@ -697,6 +763,7 @@ impl TcpSender {
         }
         self.in_recovery = true;
         self.partial_acks = 0;
+        self.tlp.outstanding = None; // (recovery handles the loss now)
         self.stats.fast_retransmits += 1;
         match self.cfg.recovery {
             Recovery::Reno | Recovery::NewReno | Recovery::Tahoe => {
@@ -708,8 +775,17 @@ impl TcpSender {
                 self.snd_nxt = self.snd_max;
             }
         }
-        let len = self.retransmit(now, self.snd_una, out);
-        self.rescue_rxt = self.snd_una + len;
+        // The first segment to repair goes at once (RFC 6675's fast
+        // retransmit; with RACK, the first segment marked lost).
+        let first = if self.cfg.rack {
+            self.first_lost()
+        } else {
+            Some(self.snd_una)
+        };
+        if let Some(seq) = first {
+            let len = self.retransmit(now, seq, out);
+            self.rescue_rxt = seq + len;
+        }
         self.record(now, "fast_retransmit", flight, cwnd_before);
     }
 
@@ -725,7 +801,8 @@ impl TcpSender {
         self.record(now, "recovery_exit", self.snd_max - self.snd_una, cwnd_before);
     }
 
-    /// RFC 6675 IsLost: enough SACKed data above `seq`.
+    /// RFC 6675 IsLost: enough SACKed data above `seq`. (With RACK, a
+    /// segment's loss is its mark: see `rack_detect`.)
     fn is_lost(&self, seq: u64) -> bool {
         let (bytes, blocks) = self.sacked.above(seq);
         blocks >= self.cfg.dupthresh as usize || bytes > (self.cfg.dupthresh as u64 - 1) * self.mss
@@ -742,6 +819,9 @@ impl TcpSender {
     /// again). Segments and SACK blocks share boundaries, so this is the
     /// per-segment sum (checked against it in debug builds).
     fn pipe(&self) -> u64 {
+        if self.cfg.rack {
+            return self.rack_pipe();
+        }
         if self.sacked.is_empty() && self.high_rxt <= self.snd_una {
             return self.snd_max - self.snd_una;
         }
@@ -766,7 +846,7 @@ impl TcpSender {
     /// `pipe` is checked against).
     fn pipe_by_segment(&self) -> u64 {
         let mut pipe = 0;
-        for &Sent { seq, len } in self.sent.as_slice() {
+        for &Sent { seq, len, .. } in self.sent.as_slice() {
             if !self.sacked.is_sacked(seq) {
                 if !self.is_lost(seq) {
                     pipe += len;
@@ -782,6 +862,14 @@ impl TcpSender {
     /// RFC 6675 NextSeg: what to send next during SACK recovery, and whether
     /// it is the rescue retransmission (rule 4).
     fn next_segment(&self) -> Option<(u64, bool)> {
+        if self.cfg.rack {
+            // the first segment marked lost and not sent again since, else
+            // new data (RACK-TLP needs no rules 3 and 4: a tail is probed)
+            return self
+                .first_lost()
+                .or_else(|| self.new_segment_len().map(|_| self.snd_max))
+                .map(|s| (s, false));
+        }
         let highest = self.sacked.highest().unwrap_or(0);
         let from = self.high_rxt.max(self.snd_una);
         let sent = self.sent.as_slice();
@@ -819,7 +907,169 @@ impl TcpSender {
         None
     }
 
+    // ---- RACK-TLP (RFC 8985; see rack.rs) ------------------------------------
+
+    /// Segments starting in [from, to) were delivered (cumulatively ACKed,
+    /// or newly SACKed): RACK learns the latest of them. With `skip_sacked`
+    /// (a cumulative ACK), segments SACKed before were counted then.
+    fn rack_delivered(&mut self, now: Time, from: u64, to: u64, skip_sacked: bool) {
+        let min_rtt = self.rtt.min_rtt;
+        let sent = self.sent.as_slice();
+        let first = sent.partition_point(|s| s.seq < from);
+        for seg in sent[first..].iter().take_while(|s| s.seq < to) {
+            if skip_sacked && self.sacked.is_sacked(seg.seq) {
+                continue;
+            }
+            self.rack
+                .on_delivered(now, seg.xmit_ts, seg.seq + seg.len, seg.retransmitted, min_rtt);
+        }
+    }
+
+    /// RACK's loss detection (RFC 8985 §6.2 step 5): mark lost every
+    /// segment not delivered that was sent before the latest delivered one
+    /// and has waited its RTT plus the reordering window; arm the reordering
+    /// timer for the others. True if any segment is marked lost now.
+    fn rack_detect(&mut self, now: Time) -> bool {
+        let sacked_segments = self.sacked.above(self.snd_una).0 / self.mss;
+        let reo_wnd = self.rack.reordering_window(
+            self.in_recovery,
+            sacked_segments,
+            self.cfg.dupthresh as u64,
+            self.rtt.min_rtt,
+            self.rtt.srtt(),
+        );
+        let mut timeout: Option<Time> = None;
+        let mut any_lost = false;
+        let (rack, sacked) = (&self.rack, &self.sacked);
+        for seg in self.sent.as_mut_slice() {
+            if (seg.lost && !seg.rexmit_in_flight) || sacked.is_sacked(seg.seq) {
+                continue; // waiting to be sent again, or delivered
+            }
+            match rack.remaining(now, seg.xmit_ts, seg.seq + seg.len, reo_wnd) {
+                // Sent after the latest delivered segment: so is every later
+                // original; a retransmission further on may still be judged.
+                None if !seg.retransmitted => break,
+                None => {}
+                Some(0) => {
+                    seg.lost = true;
+                    seg.rexmit_in_flight = false; // (a lost retransmission)
+                    any_lost = true;
+                }
+                Some(left) => timeout = Some(timeout.map_or(left, |t: Time| t.max(left))),
+            }
+        }
+        self.rack.deadline = timeout.map(|t| now + t);
+        any_lost || self.first_lost().is_some()
+    }
+
+    /// Run RACK and start recovery if it found a loss.
+    fn rack_detect_and_recover(&mut self, now: Time, out: &mut Outbox) {
+        if self.rack_detect(now) && !self.in_recovery && self.last_timeout_una.is_none() {
+            self.enter_recovery(now, out);
+        }
+    }
+
+    /// The first segment marked lost and not sent again since.
+    fn first_lost(&self) -> Option<u64> {
+        self.sent
+            .as_slice()
+            .iter()
+            .find(|s| s.lost && !s.rexmit_in_flight && !self.sacked.is_sacked(s.seq))
+            .map(|s| s.seq)
+    }
+
+    /// RFC 6675's pipe with RACK's marks for IsLost (Linux's packets in
+    /// flight: sent − SACKed − lost + retransmissions in flight).
+    fn rack_pipe(&self) -> u64 {
+        let mut pipe = 0;
+        for s in self.sent.as_slice() {
+            if !self.sacked.is_sacked(s.seq) {
+                if !s.lost {
+                    pipe += s.len;
+                }
+                if s.rexmit_in_flight {
+                    pipe += s.len;
+                }
+            }
+        }
+        pipe
+    }
+
+    /// Arm the probe timer (RFC 8985 §7.2) after sending or on an ACK, when
+    /// data is in flight, no recovery or timeout is under way and no probe
+    /// is outstanding; disarm it otherwise.
+    fn schedule_loss_probe(&mut self, now: Time) {
+        let flight = self.snd_max - self.snd_una;
+        let armed =
+            flight > 0 && !self.in_recovery && self.last_timeout_una.is_none() && self.tlp.outstanding.is_none();
+        self.tlp.deadline = armed.then(|| {
+            let rto_left = self.rto_deadline.map(|d| d.saturating_sub(now));
+            now + Tlp::timeout(self.rtt.srtt(), flight <= self.mss, rto_left)
+        });
+    }
+
+    /// The probe timer fired (RFC 8985 §7.3): one new segment if the
+    /// application and the peer's window allow (the cwnd does not count),
+    /// else the last segment sent, again; then the RTO timer runs anew.
+    fn send_loss_probe(&mut self, now: Time, out: &mut Outbox) {
+        if self.snd_max == self.snd_una || self.in_recovery || self.last_timeout_una.is_some() {
+            return;
+        }
+        let retransmission = if let Some(len) = self.new_segment_len() {
+            self.send_new(now, len, out);
+            false
+        } else {
+            let last = self
+                .sent
+                .as_slice()
+                .iter()
+                .rev()
+                .find(|s| !self.sacked.is_sacked(s.seq));
+            let Some(&Sent { seq, .. }) = last else {
+                return;
+            };
+            self.retransmit(now, seq, out);
+            true
+        };
+        self.stats.loss_probes += 1;
+        self.tlp.outstanding = Some((self.snd_max, retransmission));
+        self.rto_deadline = Some(now + self.rtt.rto());
+    }
+
+    /// An ACK while a probe is outstanding (RFC 8985 §7.4). If the probe was
+    /// a retransmission and the ACK moves snd_una to or past its end, the
+    /// probe repaired a loss: the window is reduced once, as a fast recovery
+    /// would have (Linux: a CWR episode). A duplicate ACK that SACKs nothing
+    /// new says original and probe both arrived: no loss. (Without D-SACK
+    /// from netbraid's receivers, a late original whose ACK covers the probe
+    /// counts as a repaired loss too, as on a Linux peer without D-SACK.)
+    fn tlp_on_ack(&mut self, now: Time, ack: u64, una_before: u64, newly_sacked: u64, flight_before: u64) {
+        let Some((end, retransmission)) = self.tlp.outstanding else {
+            return;
+        };
+        if ack < end && ack > una_before {
+            return; // progress short of the probe: the episode goes on
+        }
+        if !retransmission || (ack >= end && ack > una_before) || (ack == una_before && newly_sacked == 0) {
+            self.tlp.outstanding = None;
+        }
+        if retransmission && ack >= end && ack > una_before && !self.in_recovery {
+            let cwnd_before = self.cwnd();
+            self.cc.on_congestion_event(now, flight_before);
+            self.mark_loss();
+            self.record(now, "tlp_recovery", flight_before, cwnd_before);
+        }
+    }
+
     // ---- transmission ----------------------------------------------------
+
+    /// The already-sent segment starting at `seq` (< snd_max).
+    fn segment_mut(&mut self, seq: u64) -> &mut Sent {
+        let sent = self.sent.as_mut_slice();
+        let i = sent.partition_point(|s| s.seq < seq);
+        debug_assert!(sent.get(i).is_some_and(|s| s.seq == seq), "no segment starts at {seq}");
+        &mut sent[i]
+    }
 
     /// Length of the already-sent segment starting at `seq` (< snd_max).
     fn segment_len(&self, seq: u64) -> u64 {
@@ -854,6 +1104,9 @@ impl TcpSender {
     fn send_available(&mut self, now: Time, out: &mut Outbox) {
         self.send_within_windows(now, out);
         self.update_persist(now);
+        if self.cfg.tlp {
+            self.schedule_loss_probe(now);
+        }
     }
 
     fn send_within_windows(&mut self, now: Time, out: &mut Outbox) {
@@ -945,7 +1198,14 @@ impl TcpSender {
     /// Send `len` new bytes (what `new_segment_len` allowed).
     fn send_new(&mut self, now: Time, len: u64, out: &mut Outbox) -> u64 {
         let seq = self.snd_max;
-        self.sent.push(Sent { seq, len });
+        self.sent.push(Sent {
+            seq,
+            len,
+            xmit_ts: now,
+            retransmitted: false,
+            lost: false,
+            rexmit_in_flight: false,
+        });
         if self.timed.is_none() {
             self.timed = Some((seq + len, now));
         }
@@ -965,7 +1225,9 @@ impl TcpSender {
     }
 
     fn retransmit(&mut self, now: Time, seq: u64, out: &mut Outbox) -> u64 {
-        let len = self.segment_len(seq);
+        let seg = self.segment_mut(seq);
+        (seg.xmit_ts, seg.retransmitted, seg.rexmit_in_flight) = (now, true, true);
+        let len = seg.len;
         if self.timed.is_some_and(|(end, _)| seq < end) {
             self.timed = None; // Karn: an ambiguous sample would follow
         }

@@ -1,0 +1,203 @@
+//! RACK-TLP (RFC 8985): loss detection by time instead of by counting
+//! duplicate ACKs, and tail loss probes.
+//!
+//! RACK remembers the most recently *sent* segment known delivered (ACKed or
+//! SACKed) and its RTT; a segment sent before it that is still missing a
+//! reordering window after that RTT is lost. So a lost retransmission is
+//! found like any other loss (sent before something delivered later), and a
+//! loss with too few segments after it for three duplicate ACKs is found
+//! once anything sent later arrives. TLP sends one probe when a flight goes
+//! quiet for about two round trips, so that a loss at the tail brings SACKs
+//! (and RACK) instead of a retransmission timeout.
+//!
+//! The sender keeps per segment its last send time and whether it is marked
+//! lost or has a retransmission in flight (`sender.rs`); this module keeps
+//! RACK's and TLP's own state and rules.
+
+use crate::engine::time::MILLISECOND;
+use crate::engine::Time;
+
+/// RFC 8985's WCDelAckT: the worst-case delayed-ACK time added to the probe
+/// timeout when a single segment is in flight (its ACK may be delayed).
+pub const WORST_CASE_DELAYED_ACK: Time = 200 * MILLISECOND;
+/// Linux's floor under the probe timeout (`tcp_schedule_loss_probe`: 10 ms);
+/// RFC 8985 sets none. Without it a 0.1 ms round trip would probe after
+/// 0.2 ms of silence.
+pub const MIN_PROBE_TIMEOUT: Time = 10 * MILLISECOND;
+
+/// `t1, seq1` was sent after `t2, seq2` (the later end breaks a tie in time:
+/// segments sent in one burst).
+pub fn sent_after(t1: Time, seq1: u64, t2: Time, seq2: u64) -> bool {
+    t1 > t2 || (t1 == t2 && seq1 > seq2)
+}
+
+/// RACK's state (RFC 8985 §6.1).
+#[derive(Debug, Default)]
+pub struct Rack {
+    /// Send time and end of the most recently sent segment known delivered
+    /// (RACK.xmit_ts, RACK.end_seq); None before the first delivery.
+    pub latest: Option<(Time, u64)>,
+    /// That segment's round trip (RACK.rtt).
+    pub rtt: Time,
+    /// Highest end of any delivered segment (RACK.fack).
+    pub fack: u64,
+    /// A segment was delivered below `fack` without having been sent again:
+    /// the path reorders (RACK.reordering_seen).
+    pub reordering_seen: bool,
+    /// The reordering timer: when segments not yet lost (still inside the
+    /// window) are to be looked at again.
+    pub deadline: Option<Time>,
+}
+
+impl Rack {
+    /// A segment sent (last) at `xmit_ts`, ending at `end`, was delivered
+    /// (RFC 8985 §6.2 steps 2 and 3). `retransmitted`: it was sent more
+    /// than once; its RTT is then ambiguous and is not used if shorter than
+    /// the connection's minimum RTT (the ACK may be for the original).
+    pub fn on_delivered(&mut self, now: Time, xmit_ts: Time, end: u64, retransmitted: bool, min_rtt: Option<Time>) {
+        let rtt = now.saturating_sub(xmit_ts);
+        if end < self.fack && !retransmitted {
+            self.reordering_seen = true;
+        }
+        self.fack = self.fack.max(end);
+        if retransmitted && min_rtt.is_some_and(|m| rtt < m) {
+            return;
+        }
+        if self.latest.is_none_or(|(t, e)| sent_after(xmit_ts, end, t, e)) {
+            self.latest = Some((xmit_ts, end));
+            self.rtt = rtt;
+        }
+    }
+
+    /// The reordering window (RFC 8985 §6.2 step 4, without D-SACK
+    /// adaptation: netbraid's receivers send no D-SACK): none while no
+    /// reordering was seen and the sender is in recovery or DupThresh
+    /// segments are SACKed, else a quarter of the minimum RTT, at most SRTT.
+    pub fn reordering_window(
+        &self,
+        in_recovery: bool,
+        sacked_segments: u64,
+        dupthresh: u64,
+        min_rtt: Option<Time>,
+        srtt: Option<Time>,
+    ) -> Time {
+        if !self.reordering_seen && (in_recovery || sacked_segments >= dupthresh) {
+            return 0;
+        }
+        let quarter = min_rtt.unwrap_or(0) / 4;
+        srtt.map_or(quarter, |s| quarter.min(s))
+    }
+
+    /// Time left before a segment sent at `xmit_ts` counts as lost, or None
+    /// if it was not sent before the latest delivered segment (RACK cannot
+    /// judge it yet). Zero: lost now.
+    pub fn remaining(&self, now: Time, xmit_ts: Time, end: u64, reo_wnd: Time) -> Option<Time> {
+        let (t, e) = self.latest?;
+        sent_after(t, e, xmit_ts, end).then(|| (xmit_ts + self.rtt + reo_wnd).saturating_sub(now))
+    }
+}
+
+/// TLP's state (RFC 8985 §7).
+#[derive(Debug, Default)]
+pub struct Tlp {
+    /// The probe timer.
+    pub deadline: Option<Time>,
+    /// snd_max when the outstanding probe went (TLP.end_seq), and whether
+    /// it was a retransmission (TLP.is_retrans): one probe per tail.
+    pub outstanding: Option<(u64, bool)>,
+}
+
+impl Tlp {
+    /// The probe timeout (RFC 8985 §7.2): two smoothed RTTs, plus the
+    /// worst-case delayed ACK when one segment is in flight; 1 s before any
+    /// RTT sample; at least Linux's 10 ms; never beyond the RTO timer.
+    pub fn timeout(srtt: Option<Time>, one_segment_in_flight: bool, rto_left: Option<Time>) -> Time {
+        let pto = match srtt {
+            Some(s) if one_segment_in_flight => 2 * s + WORST_CASE_DELAYED_ACK,
+            Some(s) => 2 * s,
+            None => 1000 * MILLISECOND,
+        };
+        let pto = pto.max(MIN_PROBE_TIMEOUT);
+        rto_left.map_or(pto, |r| pto.min(r))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Time = MILLISECOND;
+
+    #[test]
+    fn a_segment_sent_before_a_delivered_one_is_lost_after_rtt_plus_window() {
+        // Segments sent at 0 and 10 ms, the second SACKed at 110 ms
+        // (RACK.rtt 100 ms); a reordering window of 25 ms.
+        let mut r = Rack::default();
+        r.on_delivered(110 * MS, 10 * MS, 2000, false, None);
+        assert_eq!(r.rtt, 100 * MS);
+        let reo = 25 * MS;
+        // the first: lost at 0 + 100 + 25 = 125 ms
+        assert_eq!(r.remaining(110 * MS, 0, 1000, reo), Some(15 * MS));
+        assert_eq!(r.remaining(125 * MS, 0, 1000, reo), Some(0));
+        // one sent after the delivered segment cannot be judged yet
+        assert_eq!(r.remaining(200 * MS, 20 * MS, 3000, reo), None);
+        // nor the delivered one itself
+        assert_eq!(r.remaining(200 * MS, 10 * MS, 2000, reo), None);
+    }
+
+    #[test]
+    fn the_latest_sent_delivered_segment_wins_and_ambiguous_rtts_are_dropped() {
+        let mut r = Rack::default();
+        r.on_delivered(100 * MS, 50 * MS, 5000, false, None);
+        // an older segment delivered later does not move RACK back
+        r.on_delivered(120 * MS, 10 * MS, 1000, false, None);
+        assert_eq!(r.latest, Some((50 * MS, 5000)));
+        assert!(r.reordering_seen, "delivered below fack, never resent: reordering");
+        // a retransmission acknowledged faster than the minimum RTT: the ACK
+        // was for the original, the RTT is not used
+        r.on_delivered(130 * MS, 125 * MS, 6000, true, Some(40 * MS));
+        assert_eq!(r.latest, Some((50 * MS, 5000)));
+        r.on_delivered(200 * MS, 125 * MS, 6000, true, Some(40 * MS));
+        assert_eq!((r.latest, r.rtt), (Some((125 * MS, 6000)), 75 * MS));
+    }
+
+    #[test]
+    fn reordering_window() {
+        let r = Rack::default();
+        let (min, srtt) = (Some(40 * MS), Some(60 * MS));
+        assert_eq!(r.reordering_window(false, 1, 3, min, srtt), 10 * MS);
+        assert_eq!(
+            r.reordering_window(true, 1, 3, min, srtt),
+            0,
+            "in recovery, no reordering seen"
+        );
+        assert_eq!(
+            r.reordering_window(false, 3, 3, min, srtt),
+            0,
+            "DupThresh segments SACKed"
+        );
+        let seen = Rack {
+            reordering_seen: true,
+            ..Rack::default()
+        };
+        assert_eq!(seen.reordering_window(true, 9, 3, min, srtt), 10 * MS);
+        assert_eq!(
+            seen.reordering_window(true, 9, 3, Some(400 * MS), srtt),
+            60 * MS,
+            "at most SRTT"
+        );
+    }
+
+    #[test]
+    fn probe_timeout() {
+        assert_eq!(Tlp::timeout(Some(30 * MS), false, None), 60 * MS);
+        assert_eq!(Tlp::timeout(Some(30 * MS), true, None), 260 * MS);
+        assert_eq!(Tlp::timeout(None, false, None), 1000 * MS);
+        assert_eq!(Tlp::timeout(Some(MS / 10), false, None), 10 * MS, "Linux's floor");
+        assert_eq!(
+            Tlp::timeout(Some(30 * MS), false, Some(45 * MS)),
+            45 * MS,
+            "never after the RTO"
+        );
+    }
+}
