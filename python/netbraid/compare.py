@@ -18,7 +18,8 @@ from .schema import Scenario
 #: Linux 6.x defaults, as the simulator can express them: IW10 (RFC 6928),
 #: 200 ms minimum RTO and 1 s initial RTO (TCP_RTO_MIN, TCP_TIMEOUT_INIT),
 #: 1448-byte segments with 52 bytes of IP+TCP header (timestamps on),
-#: SACK, delayed ACKs every second segment with a 40 ms floor (TCP_DELACK_MIN).
+#: SACK, delayed ACKs every second segment with a 40 ms floor (TCP_DELACK_MIN),
+#: RACK-TLP (net.ipv4.tcp_recovery = 1 and tcp_early_retrans = 3, the defaults).
 LINUX_TCP = {
     "initial_window": 10,
     "rto_min": "200ms",
@@ -27,6 +28,8 @@ LINUX_TCP = {
     "header_bytes": 52,
     "recovery": "sack",
     "delack_timeout": "40ms",
+    "rack": True,
+    "tlp": True,
 }
 
 
