@@ -19,7 +19,8 @@ from .schema import Scenario
 #: 200 ms minimum RTO and 1 s initial RTO (TCP_RTO_MIN, TCP_TIMEOUT_INIT),
 #: 1448-byte segments with 52 bytes of IP+TCP header (timestamps on),
 #: SACK, delayed ACKs every second segment with a 40 ms floor (TCP_DELACK_MIN),
-#: RACK-TLP (net.ipv4.tcp_recovery = 1 and tcp_early_retrans = 3, the defaults).
+#: RACK-TLP (net.ipv4.tcp_recovery = 1 and tcp_early_retrans = 3, the
+#: defaults) and PRR in recovery (since Linux 3.2).
 LINUX_TCP = {
     "initial_window": 10,
     "rto_min": "200ms",
@@ -30,6 +31,7 @@ LINUX_TCP = {
     "delack_timeout": "40ms",
     "rack": True,
     "tlp": True,
+    "prr": True,
 }
 
 

@@ -48,6 +48,7 @@ TCP_DEFAULTS: dict[str, Any] = {
     "nodelay": False,
     "rack": False,
     "tlp": False,
+    "prr": False,
 }
 CBR_DEFAULT_PACKET = 1000
 ONOFF_DEFAULT_PACKET = 210  # ns-2 Application/Traffic/Exponential packetSize_

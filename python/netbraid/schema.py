@@ -265,6 +265,10 @@ class TcpOptions(Strict):
     #: TLP (RFC 8985): a probe when the flight goes quiet for two round
     #: trips, so a loss at the tail is repaired without a timeout. Needs rack.
     tlp: Optional[Flag] = None
+    #: PRR (RFC 6937, with the slow-start reduction bound, as Linux): in
+    #: recovery, send in step with what each ACK delivers, so the window comes
+    #: down to ssthresh smoothly. Needs recovery = "sack". Sim only.
+    prr: Optional[Flag] = None
 
 
 TCP_FIELDS = tuple(TcpOptions.model_fields)

@@ -14,7 +14,7 @@ Where the paper is silent (each overridable in code, stated in the doc):
 - iperf's `-w 100K` is 100 KiB (iperf counts K as 1024) and sets both
   socket buffers: `window` in netbraid (the connection's buffers for MPTCP);
 - Linux's TCP defaults (IW10, 200 ms minimum RTO, 1448-byte segments with
-  timestamps, SACK, RACK-TLP, CUBIC), upstream MPTCP's default scheduler and
+  timestamps, SACK, RACK-TLP, PRR, CUBIC), upstream MPTCP's default scheduler and
   uncoupled CUBIC on each subflow (upstream Linux has no coupled control);
 - iperf's default 10 s per run, measured from 1 s (the slow start of an
   iperf report's first second is left out).

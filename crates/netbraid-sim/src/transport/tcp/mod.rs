@@ -3,7 +3,8 @@
 //!
 //! Modelled: slow start and congestion avoidance (through `cc`), Reno,
 //! NewReno (RFC 6582) and SACK (RFC 2018 / RFC 6675) loss recovery, RACK-TLP
-//! loss detection and tail loss probes (RFC 8985, optional), limited
+//! loss detection and tail loss probes (RFC 8985, optional), proportional
+//! rate reduction in recovery (RFC 6937, optional), limited
 //! transmit (RFC 3042), RTO (RFC 6298) with Karn's rule and backoff, delayed
 //! ACKs, send and receive socket buffers with back-pressure: the receive
 //! window is the free space of the receiver's buffer, which fills until the
@@ -17,6 +18,7 @@
 //! scaling always available, and RTT timed on one segment per round trip
 //! (no timestamps option).
 
+mod prr;
 mod rack;
 mod ranges;
 mod receiver;
@@ -132,6 +134,11 @@ pub struct TcpConfig {
     /// timeout. Needs `rack`.
     #[serde(default)]
     pub tlp: bool,
+    /// Proportional Rate Reduction (RFC 6937, with the slow-start reduction
+    /// bound, as Linux): in recovery, send in step with the deliveries so
+    /// the window comes down to ssthresh smoothly. Needs `recovery = Sack`.
+    #[serde(default)]
+    pub prr: bool,
 }
 
 /// The buffer size that stands for "not set" (1 GiB: never the limit).
@@ -167,6 +174,7 @@ impl Default for TcpConfig {
             nodelay: false,
             rack: false,
             tlp: false,
+            prr: false,
         }
     }
 }
@@ -285,6 +293,13 @@ impl TcpConfig {
             return bad(
                 "rack",
                 "RACK works from SACK information and needs recovery = \"sack\" (allowed: rack = false with any recovery)".into(),
+            );
+        }
+        if self.prr && self.recovery != Recovery::Sack {
+            return bad(
+                "prr",
+                "PRR paces SACK-based recovery and needs recovery = \"sack\" (allowed: prr = false with any recovery)"
+                    .into(),
             );
         }
         if self.tlp && !self.rack {

@@ -8,6 +8,7 @@
 //! When the peer's window is closed and nothing is in flight, the persist
 //! timer sends zero-window probes with exponential backoff (RFC 9293 §3.8.6.1).
 
+use super::prr::Prr;
 use super::rack::{Rack, Tlp};
 use super::send_buffer::SendBuffer;
 use super::{RangeSet, Recovery, RttEstimator, Semantics, TcpConfig};
@@ -154,6 +155,8 @@ pub struct TcpSender {
     /// RACK-TLP's state (used when `cfg.rack` / `cfg.tlp`).
     rack: Rack,
     tlp: Tlp,
+    /// PRR's state over the current recovery (used when `cfg.prr`).
+    prr: Prr,
     /// Newly SACKed ranges of the ACK being processed (kept for its allocation).
     newly_sacked: Vec<(u64, u64)>,
 }
@@ -200,6 +203,7 @@ impl TcpSender {
             completed_at: None,
             rack: Rack::default(),
             tlp: Tlp::default(),
+            prr: Prr::default(),
             newly_sacked: Vec::new(),
             cfg,
         }
@@ -418,6 +422,13 @@ impl TcpSender {
         let window_changed = seg.wnd as u64 != self.rwnd;
         self.rwnd = seg.wnd as u64;
 
+        // (PRR counts what each ACK delivers: the cumulative ACK's advance
+        // and the change in SACKed bytes above it)
+        let sacked_before = if self.cfg.prr {
+            self.sacked.above(self.snd_una).0
+        } else {
+            0
+        };
         let mut newly_sacked = 0;
         if self.cfg.recovery == Recovery::Sack {
             let mut parts = std::mem::take(&mut self.newly_sacked);
@@ -495,6 +506,12 @@ impl TcpSender {
         }
         if self.cfg.rack {
             self.rack_detect_and_recover(now, out);
+        }
+        if self.cfg.prr && self.in_recovery {
+            let acked = self.snd_una - una_before;
+            let delivered = (acked + self.sacked.above(self.snd_una).0).saturating_sub(sacked_before);
+            let pipe = self.pipe();
+            self.prr.on_ack(delivered, pipe, self.cc.ssthresh(), self.mss);
         }
         self.send_available(now, out);
     }
@@ -599,7 +616,14 @@ impl TcpSender {
         if self.rack.deadline.is_some_and(|d| now >= d) {
             self.rack.deadline = None;
             self.account_cwnd(now);
+            let was_in_recovery = self.in_recovery;
             self.rack_detect_and_recover(now, out);
+            if self.cfg.prr && self.in_recovery && !was_in_recovery {
+                // a recovery the timer started: PRR as for one segment
+                // delivered (Linux's tcp_rack_reo_timeout does the same)
+                let pipe = self.pipe();
+                self.prr.on_ack(self.mss, pipe, self.cc.ssthresh(), self.mss);
+            }
             self.send_available(now, out);
         }
         if self.tlp.deadline.is_some_and(|d| now >= d) {
@@ -773,6 +797,9 @@ impl TcpSender {
                 self.inflation = 0;
                 self.high_rxt = self.snd_una;
                 self.snd_nxt = self.snd_max;
+                if self.cfg.prr {
+                    self.prr = Prr::start(self.snd_max - self.snd_una);
+                }
             }
         }
         // The first segment to repair goes at once (RFC 6675's fast
@@ -1114,8 +1141,10 @@ impl TcpSender {
             return;
         }
         if self.in_recovery && self.cfg.recovery == Recovery::Sack {
+            // RFC 6675: while cwnd ≥ pipe + MSS, with PRR's window for cwnd
+            let cwnd = if self.cfg.prr { self.prr.cwnd } else { self.cwnd() };
             let mut pipe = self.pipe();
-            while self.cwnd() >= pipe + self.mss {
+            while cwnd >= pipe + self.mss {
                 let Some((seq, rescue)) = self.next_segment() else {
                     break;
                 };
@@ -1238,6 +1267,9 @@ impl TcpSender {
     }
 
     fn emit(&mut self, now: Time, seq: u64, len: u64, out: &mut Outbox) {
+        if self.cfg.prr && self.in_recovery {
+            self.prr.on_send(len);
+        }
         self.stats.packets_sent += 1;
         self.stats.bytes_sent += len;
         if self.rto_deadline.is_none() {

@@ -584,3 +584,61 @@ fn sibling_view_counts_bytes_between_losses() {
     assert_eq!(v.cwnd, s.cwnd());
     assert_eq!(v.srtt, s.srtt());
 }
+
+/// RFC 6937 through the sender: 20 segments in flight (initial window 20,
+/// Reno), the first one lost, the other 19 SACKed one ACK at a time. Per
+/// ACK from the third on (recovery begins there; ssthresh 10), how many
+/// segments the sender sends: RFC 6675 sends the retransmission and then
+/// nothing until pipe has fallen below cwnd (half the window later), then
+/// one per ACK; PRR sends in step with the deliveries, one segment per two
+/// ACKs from the start. Both end with 10 segments sent in recovery (pipe =
+/// ssthresh), and the retransmission goes first.
+#[test]
+fn prr_spreads_recovery_sending_over_the_acks() {
+    let run = |prr: bool| {
+        let mut s = TcpSender::from_config(TcpConfig {
+            mss: MSS as u32,
+            initial_window: 20,
+            recovery: Recovery::Sack,
+            limited_transmit: false,
+            prr,
+            ..TcpConfig::default()
+        })
+        .unwrap();
+        let mut out = Vec::new();
+        s.write_all(0, None, &mut out);
+        assert_eq!(out.len(), 20);
+        out.clear();
+        let t = 100 * MILLISECOND;
+        let mut per_ack = Vec::new();
+        let mut first = None;
+        for k in 2..=20 {
+            sack_ack(&mut s, t, 0, &[(MSS, k * MSS)], &mut out);
+            if first.is_none() && !out.is_empty() {
+                first = Some(seqs(&out)[0]);
+            }
+            per_ack.push(out.len());
+            out.clear();
+        }
+        (per_ack, first)
+    };
+    let (rfc, rfc_first) = run(false);
+    let (prr, prr_first) = run(true);
+    assert_eq!(
+        (rfc_first, prr_first),
+        (Some(0), Some(0)),
+        "the lost segment goes first"
+    );
+    // ACKs 1-2 (SACKing segments 1 and 2) send nothing; the third starts recovery
+    assert_eq!(&rfc[..2], &[0, 0]);
+    assert_eq!(&prr[..2], &[0, 0]);
+    let (rfc, prr) = (&rfc[2..], &prr[2..]);
+    assert_eq!(rfc.iter().sum::<usize>(), prr.iter().sum::<usize>());
+    // RFC 6675: after the retransmission, a pause of about half the window
+    assert_eq!(rfc[0], 1);
+    assert!(rfc[1..8].iter().all(|&n| n == 0), "RFC 6675 pauses: {rfc:?}");
+    // PRR: one segment per two ACKs over the same stretch (⌈k·10/20⌉ in
+    // all after k ACKs), and never a burst
+    assert_eq!(prr[..8], [1, 0, 1, 0, 1, 0, 1, 0], "PRR paces: {prr:?}");
+    assert!(prr.iter().all(|&n| n <= 1), "PRR: {prr:?}");
+}
