@@ -41,6 +41,12 @@ pub struct Rack {
     pub rtt: Time,
     /// Highest end of any delivered segment (RACK.fack).
     pub fack: u64,
+    /// `fack` before the ACK being processed: a segment delivered by this
+    /// ACK below it arrived after one sent later (reordering); below `fack`
+    /// alone it may just have been held for a delayed ACK.
+    prior_fack: u64,
+    /// The most recently sent segment this ACK delivered: (send time, end, RTT).
+    this_ack: Option<(Time, u64, Time)>,
     /// A segment was delivered below `fack` without having been sent again:
     /// the path reorders (RACK.reordering_seen).
     pub reordering_seen: bool,
@@ -50,22 +56,40 @@ pub struct Rack {
 }
 
 impl Rack {
+    /// An ACK is about to report deliveries (`on_delivered`, then `end_ack`).
+    pub fn begin_ack(&mut self) {
+        self.prior_fack = self.fack;
+        self.this_ack = None;
+    }
+
     /// A segment sent (last) at `xmit_ts`, ending at `end`, was delivered
     /// (RFC 8985 §6.2 steps 2 and 3). `retransmitted`: it was sent more
     /// than once; its RTT is then ambiguous and is not used if shorter than
     /// the connection's minimum RTT (the ACK may be for the original).
     pub fn on_delivered(&mut self, now: Time, xmit_ts: Time, end: u64, retransmitted: bool, min_rtt: Option<Time>) {
         let rtt = now.saturating_sub(xmit_ts);
-        if end < self.fack && !retransmitted {
+        if end < self.prior_fack && !retransmitted {
             self.reordering_seen = true;
         }
         self.fack = self.fack.max(end);
         if retransmitted && min_rtt.is_some_and(|m| rtt < m) {
             return;
         }
-        if self.latest.is_none_or(|(t, e)| sent_after(xmit_ts, end, t, e)) {
-            self.latest = Some((xmit_ts, end));
+        if self.this_ack.is_none_or(|(t, e, _)| sent_after(xmit_ts, end, t, e)) {
+            self.this_ack = Some((xmit_ts, end, rtt));
+        }
+    }
+
+    /// The ACK's deliveries are all in: RACK.rtt is the RTT of the most
+    /// recently sent segment it delivered (RFC 8985 walks them in send
+    /// order, so the last sets it), and RACK's segment moves to that one if
+    /// it was sent after RACK's.
+    pub fn end_ack(&mut self) {
+        if let Some((t, e, rtt)) = self.this_ack.take() {
             self.rtt = rtt;
+            if self.latest.is_none_or(|(lt, le)| sent_after(t, e, lt, le)) {
+                self.latest = Some((t, e));
+            }
         }
     }
 
@@ -133,7 +157,9 @@ mod tests {
         // Segments sent at 0 and 10 ms, the second SACKed at 110 ms
         // (RACK.rtt 100 ms); a reordering window of 25 ms.
         let mut r = Rack::default();
+        r.begin_ack();
         r.on_delivered(110 * MS, 10 * MS, 2000, false, None);
+        r.end_ack();
         assert_eq!(r.rtt, 100 * MS);
         let reo = 25 * MS;
         // the first: lost at 0 + 100 + 25 = 125 ms
@@ -145,20 +171,49 @@ mod tests {
         assert_eq!(r.remaining(200 * MS, 10 * MS, 2000, reo), None);
     }
 
+    /// One ACK's deliveries: (now, send time, end, resent).
+    fn ack(r: &mut Rack, segs: &[(Time, Time, u64, bool)], min_rtt: Option<Time>) {
+        r.begin_ack();
+        for &(now, t, e, resent) in segs {
+            r.on_delivered(now, t, e, resent, min_rtt);
+        }
+        r.end_ack();
+    }
+
     #[test]
     fn the_latest_sent_delivered_segment_wins_and_ambiguous_rtts_are_dropped() {
         let mut r = Rack::default();
-        r.on_delivered(100 * MS, 50 * MS, 5000, false, None);
-        // an older segment delivered later does not move RACK back
-        r.on_delivered(120 * MS, 10 * MS, 1000, false, None);
-        assert_eq!(r.latest, Some((50 * MS, 5000)));
-        assert!(r.reordering_seen, "delivered below fack, never resent: reordering");
+        ack(&mut r, &[(100 * MS, 50 * MS, 5000, false)], None);
+        // an older segment delivered by a later ACK does not move RACK's
+        // segment back, but its RTT is RACK.rtt now (RFC 8985 §6.2 step 2)
+        ack(&mut r, &[(120 * MS, 10 * MS, 1000, false)], None);
+        assert_eq!((r.latest, r.rtt), (Some((50 * MS, 5000)), 110 * MS));
+        assert!(
+            r.reordering_seen,
+            "delivered below an earlier ACK's fack, never resent: reordering"
+        );
         // a retransmission acknowledged faster than the minimum RTT: the ACK
         // was for the original, the RTT is not used
-        r.on_delivered(130 * MS, 125 * MS, 6000, true, Some(40 * MS));
-        assert_eq!(r.latest, Some((50 * MS, 5000)));
-        r.on_delivered(200 * MS, 125 * MS, 6000, true, Some(40 * MS));
+        ack(&mut r, &[(130 * MS, 125 * MS, 6000, true)], Some(40 * MS));
+        assert_eq!((r.latest, r.rtt), (Some((50 * MS, 5000)), 110 * MS));
+        ack(&mut r, &[(200 * MS, 125 * MS, 6000, true)], Some(40 * MS));
         assert_eq!((r.latest, r.rtt), (Some((125 * MS, 6000)), 75 * MS));
+    }
+
+    /// A cumulative ACK that covers a segment held for a delayed ACK along
+    /// with a SACK above it: the held segment is below the fack this ACK
+    /// sets, not below the one before it. No reordering.
+    #[test]
+    fn one_ack_delivering_below_its_own_sack_is_not_reordering() {
+        let mut r = Rack::default();
+        ack(&mut r, &[(100 * MS, 0, 1000, false)], None);
+        ack(
+            &mut r,
+            &[(110 * MS, 5 * MS, 3000, false), (110 * MS, 3 * MS, 2000, false)],
+            None,
+        );
+        assert!(!r.reordering_seen);
+        assert_eq!((r.latest, r.rtt), (Some((5 * MS, 3000)), 105 * MS));
     }
 
     #[test]

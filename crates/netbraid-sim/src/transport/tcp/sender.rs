@@ -429,6 +429,9 @@ impl TcpSender {
         } else {
             0
         };
+        if self.cfg.rack {
+            self.rack.begin_ack();
+        }
         let mut newly_sacked = 0;
         if self.cfg.recovery == Recovery::Sack {
             let mut parts = std::mem::take(&mut self.newly_sacked);
@@ -505,6 +508,7 @@ impl TcpSender {
             self.tlp_on_ack(now, ack, una_before, newly_sacked, flight_before);
         }
         if self.cfg.rack {
+            self.rack.end_ack();
             self.rack_detect_and_recover(now, out);
         }
         if self.cfg.prr && self.in_recovery {
@@ -959,7 +963,7 @@ impl TcpSender {
     fn rack_detect(&mut self, now: Time) -> bool {
         let sacked_segments = self.sacked.above(self.snd_una).0 / self.mss;
         let reo_wnd = self.rack.reordering_window(
-            self.in_recovery,
+            self.in_loss_recovery(),
             sacked_segments,
             self.cfg.dupthresh as u64,
             self.rtt.min_rtt,
@@ -987,6 +991,13 @@ impl TcpSender {
         }
         self.rack.deadline = timeout.map(|t| now + t);
         any_lost || self.first_lost().is_some()
+    }
+
+    /// In fast recovery, or going back N after a timeout until the data
+    /// outstanding then is acknowledged (RFC 8985's "loss recovery": `recover`
+    /// is snd_max at the last recovery entry or timeout).
+    fn in_loss_recovery(&self) -> bool {
+        self.in_recovery || self.recover.is_some_and(|r| self.snd_una < r)
     }
 
     /// Run RACK and start recovery if it found a loss.
@@ -1027,8 +1038,7 @@ impl TcpSender {
     /// is outstanding; disarm it otherwise.
     fn schedule_loss_probe(&mut self, now: Time) {
         let flight = self.snd_max - self.snd_una;
-        let armed =
-            flight > 0 && !self.in_recovery && self.last_timeout_una.is_none() && self.tlp.outstanding.is_none();
+        let armed = flight > 0 && !self.in_loss_recovery() && self.tlp.outstanding.is_none();
         self.tlp.deadline = armed.then(|| {
             let rto_left = self.rto_deadline.map(|d| d.saturating_sub(now));
             now + Tlp::timeout(self.rtt.srtt(), flight <= self.mss, rto_left)
@@ -1039,7 +1049,7 @@ impl TcpSender {
     /// application and the peer's window allow (the cwnd does not count),
     /// else the last segment sent, again; then the RTO timer runs anew.
     fn send_loss_probe(&mut self, now: Time, out: &mut Outbox) {
-        if self.snd_max == self.snd_una || self.in_recovery || self.last_timeout_una.is_some() {
+        if self.snd_max == self.snd_una || self.in_loss_recovery() {
             return;
         }
         let retransmission = if let Some(len) = self.new_segment_len() {
@@ -1063,24 +1073,26 @@ impl TcpSender {
         self.rto_deadline = Some(now + self.rtt.rto());
     }
 
-    /// An ACK while a probe is outstanding (RFC 8985 §7.4). If the probe was
-    /// a retransmission and the ACK moves snd_una to or past its end, the
-    /// probe repaired a loss: the window is reduced once, as a fast recovery
-    /// would have (Linux: a CWR episode). A duplicate ACK that SACKs nothing
-    /// new says original and probe both arrived: no loss. (Without D-SACK
-    /// from netbraid's receivers, a late original whose ACK covers the probe
-    /// counts as a repaired loss too, as on a Linux peer without D-SACK.)
+    /// An ACK while a probe is outstanding (RFC 8985 §7.4; the probe's end
+    /// is snd_max when it went). Only an ACK at or beyond the end counts.
+    /// A probe of new data: the episode ends. A resent segment: an ACK
+    /// *beyond* the end means data sent after the probe was delivered with
+    /// the hole filled, so the probe repaired a loss: the window is reduced
+    /// once, as a fast recovery would have (Linux: a CWR episode). A
+    /// duplicate ACK that SACKs nothing new says original and probe both
+    /// arrived: no loss. An ACK exactly at the end cannot tell (no D-SACK
+    /// from netbraid's receivers): the episode waits.
     fn tlp_on_ack(&mut self, now: Time, ack: u64, una_before: u64, newly_sacked: u64, flight_before: u64) {
         let Some((end, retransmission)) = self.tlp.outstanding else {
             return;
         };
-        if ack < end && ack > una_before {
-            return; // progress short of the probe: the episode goes on
+        if ack < end {
+            return;
         }
-        if !retransmission || (ack >= end && ack > una_before) || (ack == una_before && newly_sacked == 0) {
+        if !retransmission || ack > end || (ack == una_before && newly_sacked == 0) {
             self.tlp.outstanding = None;
         }
-        if retransmission && ack >= end && ack > una_before && !self.in_recovery {
+        if retransmission && ack > end && !self.in_recovery {
             let cwnd_before = self.cwnd();
             self.cc.on_congestion_event(now, flight_before);
             self.mark_loss();
@@ -1167,6 +1179,19 @@ impl TcpSender {
         // Window-based sending (Reno/NewReno, and SACK outside recovery).
         let extra = self.limited_transmit_extra();
         loop {
+            if self.cfg.rack {
+                // A go-back-N resend that RACK found lost goes again first
+                // (Linux retransmits lost-marked segments in its timeout
+                // recovery too), within the window.
+                if let Some(seq) = self.first_lost().filter(|&s| s < self.snd_nxt) {
+                    let len = self.segment_len(seq);
+                    if self.rack_pipe() + len > self.cwnd().min(self.rwnd) {
+                        break;
+                    }
+                    self.retransmit(now, seq, out);
+                    continue;
+                }
+            }
             while self.snd_nxt < self.snd_max && self.sacked.is_sacked(self.snd_nxt) {
                 self.snd_nxt += self.segment_len(self.snd_nxt);
             }
