@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
@@ -16,10 +17,12 @@ from rich.text import Text
 
 from .api import jain_fairness, run_resolved, sweep_axes
 from .errors import ScenarioError
-from .experiment import ExperimentError, execute, make_plan, parse_axis, replicate_until
+from .experiment import ExperimentError, Interrupted, execute, make_plan, parse_axis, replicate_until
+from .lifetime import install_stop_handlers, stop_exit_code
 from .stats import mean_ci
 from .resolve import resolve
-from .results_dir import write_run
+from .errors import DirectoryError
+from .results_dir import DirectoryLock, check_run_directory, describe_kind, listed, made_by, remove_results, write_run
 from .scenario_io import load_scenario
 from .emu.netns import EmuError
 from .emu.platform import EmuUnavailable
@@ -51,9 +54,12 @@ def errors_reported(interrupted: str | None = "interrupted",
                     os_error: Callable[[OSError], Exception] | None = None) -> Iterator[None]:
     """Turn the failures a command can meet into an error line and an exit
     status: 2 for the user's mistakes, 3 when emu cannot run, 130 on Ctrl-C
-    (unless `interrupted` is None), and `os_error(e)` for I/O errors."""
+    and 143 on SIGTERM (unless `interrupted` is None), and `os_error(e)` for
+    I/O errors."""
     try:
         yield
+    except Interrupted as e:
+        fail(e, code=stop_exit_code())
     except (ScenarioError, ExperimentError) as e:
         fail(e)
     except EMU_FAILURES as e:
@@ -61,11 +67,23 @@ def errors_reported(interrupted: str | None = "interrupted",
     except KeyboardInterrupt:
         if interrupted is None:
             raise
-        fail(ScenarioError(interrupted), code=130)
+        fail(ScenarioError(interrupted), code=stop_exit_code())
+    except MemoryError:
+        fail(ScenarioError("this machine ran out of memory for the run; make the scenario smaller (fewer nodes, "
+                           "flows or samples) or run fewer at once (--workers)"))
     except OSError as e:
         if os_error is None:
             raise
         fail(os_error(e))
+
+
+def warn_if_large(s, parallel: int = 1) -> None:
+    """Say so before a run that will take more than half the free memory."""
+    from . import footprint
+
+    text = footprint.warning(footprint.estimate(s), parallel)
+    if text:
+        err_console.print(text, highlight=False)
 
 
 def prepare_out(out: Optional[Path]) -> None:
@@ -97,6 +115,8 @@ def run(
     max_reps: int = typer.Option(100, help="Most replications in sequential mode."),
     workers: Optional[int] = typer.Option(None, help="Parallel runs (default: every core)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    resume: bool = typer.Option(False, help="With --reps and --out: continue the replications already in --out."),
+    overwrite: bool = typer.Option(False, help="Replace the results already in --out (only the files netbraid wrote)."),
 ) -> None:
     """Run one scenario and print per-flow results."""
     if backend not in ("sim", "emu"):
@@ -111,25 +131,33 @@ def run(
         fail(ScenarioError(f"--workers: {workers} is not allowed (at least 1)"))
     if until is not None and not until > 0:
         fail(ScenarioError(f"--until: {until} is not allowed (a positive fraction of the mean, e.g. 0.05)"))
+    if resume and (out is None or (reps == 1 and until is None)):
+        fail(ScenarioError("--resume: continues replications in a results directory; use it with --reps N --out DIR"))
     if reps > 1 or until is not None:
         if pcap:
             fail(ScenarioError("--pcap: captures one run; use it without --reps"))
-        return run_replications(scenario, set_, seed, out, json_out, reps, until, max_reps, workers, quiet, backend)
+        return run_replications(scenario, set_, seed, out, json_out, reps, until, max_reps, workers, quiet, backend,
+                                resume, overwrite)
     prepare_out(out)
     with errors_reported("interrupted: no results were written",
-                         lambda e: ScenarioError(f"cannot write {e.filename or 'output'}: {e.strerror or e}")):
+                         lambda e: ScenarioError(f"cannot write {e.filename or 'output'}: {e.strerror or e}")), \
+            (DirectoryLock(out) if out is not None else nullcontext()):
         s = load_scenario(scenario, set_)
+        warn_if_large(s)
+        scenario_input = s.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if out is not None:
+            check_run_directory(out, scenario_input, overwrite)
         pcap_dir = out if out is not None else Path(".")
         if pcap:
             pcap_dir.mkdir(parents=True, exist_ok=True)
         captures = [(d, str(pcap_dir / f"{d.replace('->', '_to_')}.pcap")) for d in pcap]
         resolved = resolve(s, seed=seed, pcap=captures, backend=backend)
         result = run_resolved(resolved, backend)
-    if out is not None:
-        try:
-            write_run(out, result, resolved, s.model_dump(mode="json", by_alias=True, exclude_none=True))
-        except OSError as e:
-            fail(ScenarioError(f"--out: cannot write results to {out}: {e.strerror or e}"))
+        if out is not None:
+            try:
+                write_run(out, result, resolved, scenario_input)
+            except OSError as e:
+                fail(ScenarioError(f"--out: cannot write results to {out}: {e.strerror or e}"))
     if json_out:
         doc = {k: v for k, v in result.items() if k != "series"}
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
@@ -143,15 +171,22 @@ def run(
 
 def run_replications(scenario: Path, set_: list[str], seed: Optional[int], out: Optional[Path], json_out: bool,
                      reps: int, until: Optional[float], max_reps: int, workers: Optional[int], quiet: bool,
-                     backend: str = "sim") -> None:
+                     backend: str = "sim", resume: bool = False, overwrite: bool = False) -> None:
     if out is not None and out.exists() and not out.is_dir():
         fail(ScenarioError(f"--out: {out} exists and is not a directory"))
+    if resume and until is not None:
+        fail(ScenarioError("--resume: continues a fixed number of replications (--reps N), not --until"))
     with errors_reported(os_error=lambda e: ExperimentError(f"--out: cannot write to {out}: {e.strerror or e}")):
         s = load_scenario(scenario, set_)
+        warn_if_large(s, min(reps, workers or os.cpu_count() or 1))
         if until is None:
             plan = make_plan(s, reps=reps, seed=seed, backend=backend)
-            runs, _ = execute(plan, out, workers=workers, progress=not quiet and not json_out)
+            runs, _ = execute(plan, out, workers=workers, progress=not quiet and not json_out, kind="replications",
+                              resume=resume, overwrite=overwrite)
         else:
+            if out is not None:
+                _check_until_directory(out, overwrite)  # before the runs, not after them
+
             def report(done: int, widest: float) -> None:
                 if not quiet and not json_out:
                     err_console.print(f"{done} replications: widest goodput interval ±{100 * widest:.1f} % of the mean")
@@ -159,9 +194,11 @@ def run_replications(scenario: Path, set_: list[str], seed: Optional[int], out: 
             runs, _ = replicate_until(s, until, max_reps=max_reps, reps=reps, seed=seed, workers=workers, on_batch=report,
                                       backend=backend)
             if out is not None:
-                out.mkdir(parents=True, exist_ok=True)
-                runs.to_parquet(out / "runs.parquet", index=False)
-                runs.to_csv(out / "runs.csv", index=False)
+                with DirectoryLock(out):
+                    _check_until_directory(out, overwrite)
+                    remove_results(out)
+                    runs.to_parquet(out / "runs.parquet", index=False)
+                    runs.to_csv(out / "runs.csv", index=False)
     summary = replication_summary(runs)
     if json_out:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
@@ -173,6 +210,15 @@ def run_replications(scenario: Path, set_: list[str], seed: Optional[int], out: 
         err_console.print(IDENTICAL_NOTE)
     if out is not None:
         out_console.print(f"results written to {out}/")
+
+
+def _check_until_directory(out: Path, overwrite: bool) -> None:
+    """--until writes its table only at the end, into a directory that must
+    not hold anything else (there is no journal to continue)."""
+    kind = made_by(out)
+    if (kind is not None or listed(out)) and not overwrite:
+        held = f"the results of `{describe_kind(kind)}`" if kind else "files"
+        raise DirectoryError(f"--out: {out} already holds {held}; choose another --out, or pass --overwrite")
 
 
 REPORTED = ["throughput_bps", "goodput_bps", "loss_rate", "retransmits", "timeouts", "rtt_mean_s", "cwnd_mean_bytes"]
@@ -248,6 +294,7 @@ def sweep(
     reps: Optional[int] = typer.Option(None, help="Replications per point (default: the scenario's [sweep] reps, else 1)."),
     out: Path = typer.Option(..., help="Results directory (written as runs finish)."),
     resume: bool = typer.Option(False, help="Continue an interrupted sweep in --out."),
+    overwrite: bool = typer.Option(False, help="Replace the results already in --out (only the files netbraid wrote)."),
     set_: list[str] = typer.Option([], "--set", help=SET_HELP),
     seed: Optional[int] = typer.Option(None, help="Base seed (replication r uses SEED + r)."),
     workers: Optional[int] = typer.Option(None, help="Parallel runs on this machine (default: every core)."),
@@ -265,6 +312,7 @@ def sweep(
     # Ctrl-C is not caught: the journal already holds every finished run (--resume)
     with errors_reported(interrupted=None, os_error=lambda e: ExperimentError(f"{out}: {e.strerror or e}")):
         s = load_scenario(scenario, set_)
+        warn_if_large(s, 1 if backend == "emu" else workers or os.cpu_count() or 1)
         g = {a.path: list(a.values) for a in (parse_axis(x, "--grid") for x in grid)}
         z = {a.path: list(a.values) for a in (parse_axis(x, "--zip") for x in zip_)}
         grid_axes, zip_axes = sweep_axes(s, g, z)
@@ -272,7 +320,7 @@ def sweep(
         plan = make_plan(s, grid_axes, zip_axes, reps=n, seed=seed, backend=backend)
         if not quiet:
             err_console.print(f"{len(plan.points)} points × {n} replications = {len(plan.points) * n} runs → {out}/")
-        runs, _ = execute(plan, out, resume=resume, workers=workers, dask=dask, progress=not quiet)
+        runs, _ = execute(plan, out, resume=resume, workers=workers, dask=dask, progress=not quiet, overwrite=overwrite)
     from .report import IDENTICAL_NOTE, identical_replications, point_summary
 
     table = point_summary(runs, plan.axes)
@@ -729,7 +777,15 @@ def emu_cleanup() -> None:
 
 
 def main() -> None:
-    app()
+    install_stop_handlers()
+    try:
+        app()
+    except SystemExit as e:
+        from . import lifetime
+
+        if lifetime.stopped_by is not None and e.code not in (0, None):
+            raise SystemExit(stop_exit_code()) from None  # click reports an uncaught Ctrl-C as 1
+        raise
 
 
 if __name__ == "__main__":

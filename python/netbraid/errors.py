@@ -18,6 +18,11 @@ class ScenarioError(ValueError):
         super().__init__(text)
 
 
+class DirectoryError(ScenarioError):
+    """A results directory this command must not write: another command's
+    results, another scenario's, or one that another netbraid is writing."""
+
+
 def format_location(loc: tuple) -> str:
     out = ""
     for part in loc:

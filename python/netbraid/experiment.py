@@ -34,9 +34,12 @@ import pandas as pd
 from pydantic import ValidationError
 
 from ._sim import __version__
-from .errors import ScenarioError, from_validation_error
+from .errors import DirectoryError, ScenarioError, from_validation_error
+from . import footprint
+from .lifetime import pool_worker_init
 from .overrides import parse_value, set_path, split_assignment
 from .resolve import resolve
+from .results_dir import DirectoryLock, describe_kind, listed, made_by, remove_results
 from .schema import Scenario
 from .tidy import flow_rows, series_rows
 
@@ -48,6 +51,10 @@ SERIES_PARTS = "series-parts"
 class ExperimentError(RuntimeError):
     """A sweep could not go on (interrupted, a worker died, a bad results
     directory). Nothing already written is lost."""
+
+
+class Interrupted(ExperimentError):
+    """Ctrl-C or SIGTERM stopped the runs; every finished run is saved."""
 
 
 @dataclass(frozen=True)
@@ -210,32 +217,50 @@ def _describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
     return ", ".join(parts) or "unknown"
 
 
-def prepare_directory(out: Path, plan: Plan, resume: bool, command: list[str]) -> Journal:
+def prepare_directory(out: Path, plan: Plan, resume: bool, command: list[str], kind: str = "sweep",
+                      overwrite: bool = False) -> Journal:
+    """Check that `out` may take this plan's results (the caller holds its
+    DirectoryLock), write its manifest if it is new, and open its journal.
+    `kind` is the command ("sweep", "replications", "paper"): a directory is
+    continued only by the kind and the plan that made it."""
     fingerprint = plan.fingerprint()
     manifest_path = out / MANIFEST
-    if manifest_path.exists():
+    existing = made_by(out)
+    if overwrite and existing is not None:
+        remove_results(out)
+        existing = None
+    if existing == "run":
+        raise DirectoryError(f"{out} holds a single run's results (`netbraid run --out`); choose another --out, "
+                             "or pass --overwrite to replace them")
+    if existing is not None:
         try:
             manifest = json.loads(manifest_path.read_text())
         except json.JSONDecodeError:
             raise ExperimentError(f"{manifest_path} is damaged; it is not a results directory netbraid can continue") from None
+        if manifest.get("kind", kind) != kind:
+            raise DirectoryError(
+                f"{out} holds the results of `{describe_kind(manifest['kind'])}`, not of `{describe_kind(kind)}`; "
+                "choose another --out, or pass --overwrite to replace them")
         if not resume:
-            raise ExperimentError(
-                f"{out} already holds results; pass --resume to continue that sweep, or choose another --out"
-            )
+            raise DirectoryError(
+                f"{out} already holds results; pass --resume to continue them, --overwrite to replace them, "
+                "or choose another --out")
         if manifest.get("fingerprint") != fingerprint:
-            raise ExperimentError(
-                f"--resume: {out} holds results of a different sweep (differs in: "
+            raise DirectoryError(
+                f"--resume: {out} holds results of a different {kind} (differs in: "
                 f"{_describe_difference(manifest.get('fingerprint', {}), fingerprint)}); "
                 f"nothing was changed there; choose another --out"
             )
     else:
-        if resume and out.exists() and any(out.iterdir()):
-            raise ExperimentError(f"--resume: {out} holds no netbraid results (no {MANIFEST})")
-        if out.exists() and any(out.iterdir()):
-            raise ExperimentError(f"{out} is not empty and holds no netbraid results; choose another --out")
+        if resume and listed(out):
+            raise DirectoryError(f"--resume: {out} holds no netbraid results (no {MANIFEST})")
+        if listed(out) and not overwrite:
+            raise DirectoryError(f"{out} is not empty and holds no netbraid results; choose another --out "
+                                 "(or pass --overwrite to write there anyway)")
         out.mkdir(parents=True, exist_ok=True)
         manifest = {
             "netbraid_version": __version__,
+            "kind": kind,
             "command": command,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "axes": plan.axes,
@@ -294,14 +319,22 @@ def _local_results(tasks: list[dict[str, Any]], workers: int) -> Iterable[dict[s
         for t in tasks:
             yield execute_task(t)
         return
-    pool = ProcessPoolExecutor(max_workers=workers)
+    # Workers die with this process however it dies (lifetime.pool_worker_init).
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=pool_worker_init, initargs=(os.getpid(),))
+    finished = False
     try:
         futures = [pool.submit(execute_task, t) for t in tasks]
         for fut in as_completed(futures):
             yield fut.result()
+        finished = True
     except BrokenProcessPool:
         raise ExperimentError("a worker process died") from None
     finally:
+        if not finished:
+            # Interrupted: the runs in progress cannot be saved, so do not
+            # wait for them (the executor has no public way to stop them).
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                proc.terminate()
         pool.shutdown(wait=False, cancel_futures=True)
 
 
@@ -329,11 +362,21 @@ def _dask_results(tasks: list[dict[str, Any]], address: Any) -> Iterable[dict[st
 
 def execute(plan: Plan, out: Path | None = None, *, resume: bool = False, workers: int | None = None,
             dask: Any = None, progress: bool = False, command: list[str] | None = None,
-            on_run: Callable[[dict[str, Any]], None] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+            on_run: Callable[[dict[str, Any]], None] | None = None, kind: str = "sweep",
+            overwrite: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run every task of `plan` not already in `out`'s journal; return the
-    tidy run table and the time-series table (all runs, old and new)."""
+    tidy run table and the time-series table (all runs, old and new). `out`
+    is locked for the whole run: a second writer is refused."""
+    if out is None:
+        return _execute(plan, None, None, workers, dask, progress, on_run)
+    with DirectoryLock(out):
+        journal = prepare_directory(out, plan, resume, command or sys.argv, kind, overwrite)
+        return _execute(plan, out, journal, workers, dask, progress, on_run)
+
+
+def _execute(plan: Plan, out: Path | None, journal: Journal | None, workers: int | None, dask: Any, progress: bool,
+             on_run: Callable[[dict[str, Any]], None] | None) -> tuple[pd.DataFrame, pd.DataFrame]:
     tasks = plan.tasks()
-    journal = prepare_directory(out, plan, resume, command or sys.argv) if out is not None else None
     done: dict[str, dict[str, Any]] = journal.read() if journal else {}
     by_id = {t["run_id"]: t for t in tasks}
     pending = [t for t in tasks if t["run_id"] not in done]
@@ -345,7 +388,9 @@ def execute(plan: Plan, out: Path | None = None, *, resume: bool = False, worker
     if dask is not None:
         results = _dask_results(pending, dask)
     else:
-        results = _local_results(pending, min(workers, max(1, len(pending))))
+        parallel = min(workers, max(1, len(pending)))
+        footprint.check(plan.scenario, parallel)  # each point was checked alone when it was resolved
+        results = _local_results(pending, parallel)
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -374,7 +419,7 @@ def execute(plan: Plan, out: Path | None = None, *, resume: bool = False, worker
                 elapsed = time.perf_counter() - started
                 bar.update(job, advance=1, rate=f"{i / elapsed:.1f} runs/s" if elapsed > 0 else "")
     except KeyboardInterrupt:
-        raise ExperimentError(
+        raise Interrupted(
             f"interrupted: {len(done)} of {len(tasks)} runs are saved"
             + (f" in {out}; continue with --resume" if out is not None else "")
         ) from None
@@ -382,6 +427,10 @@ def execute(plan: Plan, out: Path | None = None, *, resume: bool = False, worker
         raise ExperimentError(
             f"{e}: {len(done)} of {len(tasks)} runs are saved" + (f" in {out}; continue with --resume" if out else "")
         ) from None
+    finally:
+        close = getattr(results, "close", None)
+        if close is not None:
+            close()  # stop the workers now, not when the generator is collected
     runs, series = tables_from_records(done.values(), out / SERIES_PARTS if out is not None else None)
     if out is not None:
         _write_tables(out, runs, series)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import _sim
+from . import _sim, footprint
 from .controllers import canonical
 from .errors import ScenarioError
 from .schema import MPTCP_FIELDS, TCP_FIELDS, Direction, Flow, Link, Scenario, TcpOptions
@@ -53,7 +53,7 @@ TCP_DEFAULTS: dict[str, Any] = {
 CBR_DEFAULT_PACKET = 1000
 ONOFF_DEFAULT_PACKET = 210  # ns-2 Application/Traffic/Exponential packetSize_
 UDP_HEADER = 28  # IPv4 + UDP
-MAX_SAMPLES = 1_000_000  # time-series samples per run
+MAX_SAMPLES = footprint.MAX_SAMPLES  # time-series samples per run
 
 
 def rfc5681_initial_window(mss: int) -> int:
@@ -208,6 +208,7 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
     if backend not in BACKENDS:
         raise ScenarioError(f"--backend: {backend!r} is not a backend (allowed: {', '.join(BACKENDS)})")
     problems: list[str] = []
+    footprint.check(s)  # before the groups are expanded: a run that cannot fit is refused now
 
     if seed is not None and not 0 <= seed < 2**64:
         raise ScenarioError(f"seed: {seed} is out of range (allowed: 0 to 2^64-1)")

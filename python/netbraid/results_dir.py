@@ -1,16 +1,23 @@
-"""Writing one run's results to a directory, with everything needed to
-re-run it exactly: the resolved scenario, the command line, the version, the seed."""
+"""Results directories: writing one run's results with everything needed to
+re-run it exactly (the resolved scenario, the command line, the version, the
+seed), and making sure a directory is written by one command at a time and
+never gets another command's or another scenario's results mixed in."""
 
 from __future__ import annotations
 
 import csv
+import errno
+import fcntl
 import json
+import os
+import shutil
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from ._sim import __version__
+from .errors import DirectoryError
 from .tidy import FLOW_METRICS, SERIES_COLUMNS, links_text, series_rows
 
 FLOW_COLUMNS = ["name", "kind", "src", "dst", *FLOW_METRICS, "links"]
@@ -20,6 +27,114 @@ SUBFLOW_COLUMNS = [
     "cwnd_bytes", "bytes_acked", "share", "links",
 ]
 LINK_COLUMNS = ["name", "from", "to", "rate_bps", "delay_s", "tx_packets", "tx_bytes", "queue_drops", "loss_drops", "utilisation"]
+
+
+LOCK_FILE = ".netbraid.lock"
+#: What a single `netbraid run --out` writes (pcap files are named by the user's --pcap).
+RUN_FILES = ["scenario.resolved.json", "scenario.json", "command.json", "result.json", "flows.csv", "subflows.csv",
+             "links.csv", "series_flows.csv", "series_links.csv"]
+#: What replications, sweeps and their reports write (experiment.py, report.py).
+EXPERIMENT_FILES = ["manifest.json", "manifest.tmp", "journal.jsonl", "series-parts", "runs.parquet", "runs.csv",
+                    "series.parquet", "scenario.resolved.json", "report"]
+
+
+class DirectoryLock:
+    """One writer per results directory: an exclusive flock on `.netbraid.lock`.
+    The kernel drops the lock when its holder dies, however it dies, so a
+    lock is never stale; the holder's pid and command are written in the file
+    only to say who holds it."""
+
+    def __init__(self, directory: Path):
+        self.path = directory / LOCK_FILE
+        self.fd: int | None = None
+
+    def __enter__(self) -> "DirectoryLock":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            holder = os.pread(fd, 4096, 0).decode(errors="replace").strip()
+            os.close(fd)
+            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise DirectoryError(
+                    f"{self.path.parent} is being written by another netbraid ({holder or 'unknown process'}); "
+                    "wait for it to finish, or choose another --out") from None
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}: {' '.join(sys.argv)}\n".encode(), 0)
+        self.fd = fd
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None:
+            os.ftruncate(self.fd, 0)
+            os.close(self.fd)  # closing drops the flock; the file stays (unlinking it would race a new holder)
+            self.fd = None
+
+
+def listed(directory: Path) -> list[str]:
+    """The directory's entries, without netbraid's lock file."""
+    return sorted(p.name for p in directory.iterdir() if p.name != LOCK_FILE) if directory.is_dir() else []
+
+
+def made_by(directory: Path) -> str | None:
+    """Which kind of command made `directory`: "run" (one run), the kind in
+    its manifest ("sweep", "replications", or "sweep" for directories made
+    before kinds were recorded), or None when netbraid did not write it."""
+    manifest = directory / "manifest.json"
+    if manifest.exists():
+        try:
+            return json.loads(manifest.read_text()).get("kind", "sweep")
+        except (OSError, ValueError):
+            return "sweep"
+    if (directory / "command.json").exists() and (directory / "result.json").exists():
+        return "run"
+    return None
+
+
+KIND_COMMANDS = {"run": "netbraid run", "replications": "netbraid run --reps", "sweep": "netbraid sweep"}
+
+
+def describe_kind(kind: str) -> str:
+    return KIND_COMMANDS.get(kind, f"netbraid {kind}")
+
+
+def remove_results(directory: Path) -> None:
+    """--overwrite: remove the files netbraid wrote there (nothing else)."""
+    for name in {*RUN_FILES, *EXPERIMENT_FILES}:
+        p = directory / name
+        if p.is_dir():
+            shutil.rmtree(p)
+        elif p.exists():
+            p.unlink()
+
+
+def check_run_directory(out: Path, scenario_input: dict[str, Any], overwrite: bool) -> None:
+    """Before a single run writes `out`: refuse a directory holding another
+    command's results, or a single run of another scenario, unless `overwrite`
+    (which removes them). Re-running the same scenario into its own directory
+    replaces its results, as a re-run should."""
+    kind = made_by(out)
+    if kind is None:
+        return
+    if kind != "run":
+        if not overwrite:
+            raise DirectoryError(
+                f"--out: {out} holds the results of `{describe_kind(kind)}`; a single run there would mix its "
+                "records with them. Choose another --out, or pass --overwrite to replace them")
+        remove_results(out)
+        return
+    try:
+        before = json.loads((out / "scenario.json").read_text())
+    except (OSError, ValueError):
+        before = None
+    if before != json.loads(json.dumps(scenario_input)) and not overwrite:
+        raise DirectoryError(
+            f"--out: {out} holds a run of another scenario (its scenario.json differs); "
+            "choose another --out, or pass --overwrite to replace it")
+    if overwrite:
+        remove_results(out)
 
 
 def _write_csv(path: Path, columns: list[str], rows: list[dict[str, Any]]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -25,9 +26,33 @@ def read_toml(path: str | Path) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(f"invalid TOML: {e}", source=str(p)) from None
+        raise ScenarioError(f"invalid TOML: {_explain_toml_error(str(e), text)}", source=str(p)) from None
     except RecursionError:
         raise ScenarioError("invalid TOML: nested too deeply", source=str(p)) from None
+
+
+def _explain_toml_error(message: str, text: str) -> str:
+    """tomllib's message, with the key named when a key or table is given
+    twice (tomllib says only "Cannot overwrite a value")."""
+    m = re.search(r"\(at line (\d+), column \d+\)|\(at end of document\)", message)
+    lines = text.splitlines()
+    if m is None or not lines:
+        return message
+    lineno = int(m.group(1)) if m.group(1) else len(lines)
+    while lineno > 1 and not lines[lineno - 1].strip():
+        lineno -= 1  # "at end of document": the last key written
+    where = f"line {lineno}"
+    declared = re.match(r"Cannot declare \((.*)\) twice", message)
+    if declared:
+        parts = [q.strip().strip("'\"") for q in declared.group(1).split(",") if q.strip()]
+        return f"the table [{'.'.join(parts)}] is declared twice ({where}); each table may be declared once"
+    if message.startswith("Cannot overwrite a value"):
+        key = lines[lineno - 1].split("=", 1)[0].strip()
+        table = next((h.strip() for h in reversed(lines[: lineno - 1]) if h.strip().startswith("[")), "")
+        table = table.split("#", 1)[0].strip()
+        inside = f" in {table}" if table else ""
+        return f"the key {key!r} is given twice{inside} ({where}); each key may appear once per table"
+    return message
 
 
 def validate(data: dict[str, Any], source: str | None = None) -> Scenario:

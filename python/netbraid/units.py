@@ -19,6 +19,7 @@ RATE_UNITS = {
     "kbps": 1e3, "kb/s": 1e3, "kbit/s": 1e3,
     "mbps": 1e6, "mb/s": 1e6, "mbit/s": 1e6,
     "gbps": 1e9, "gb/s": 1e9, "gbit/s": 1e9,
+    "tbps": 1e12, "tb/s": 1e12, "tbit/s": 1e12,
 }
 TIME_UNITS = {"ns": 1, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9, "min": 60e9}
 SIZE_UNITS = {
@@ -29,7 +30,7 @@ SIZE_UNITS = {
 }
 PACKET_UNITS = {"p", "pkt", "pkts", "packet", "packets"}
 
-RATE_HELP = 'a rate with a unit, e.g. "10Mbps", "1.5Gbps", "64kbps" (bps, kbps, Mbps, Gbps)'
+RATE_HELP = 'a rate with a unit, e.g. "10Mbps", "1.5Gbps", "64kbps" (bps, kbps, Mbps, Gbps, Tbps)'
 TIME_HELP = 'a time with a unit, e.g. "5ms", "1.5s", "200us" (ns, us, ms, s, min)'
 SIZE_HELP = 'a size with a unit, e.g. "64KB", "1MB", "1500B" (B, KB, MB, GB; 1 KB = 1024 B)'
 QUEUE_HELP = 'a queue limit: packets ("100p", "100 packets" or a bare integer) or bytes ("64KB")'
@@ -54,10 +55,25 @@ MAX_RATE_BPS = 10**13  # 10 Tb/s
 MAX_SIZE_BYTES = 2**50  # 1 PiB
 
 
-def _bounded(value: int, limit: int, text: object, what: str) -> int:
-    if value > limit:
+def _negative(text: object) -> bool:
+    """A string with a minus sign before a non-zero number ("-0s" is zero)."""
+    if not (isinstance(text, str) and text.strip().startswith("-")):
+        return False
+    m = _PATTERN.match(text.strip()[1:])
+    return not (m and float(m.group(1)) == 0.0)
+
+
+def _unsigned(text: object) -> object:
+    """`text` without the minus sign of a negative zero."""
+    return text.strip()[1:] if isinstance(text, str) and text.strip().startswith("-") else text
+
+
+def _bounded(value: float, limit: int, text: object, what: str) -> int:
+    """`value` rounded to an integer, refused above `limit` before the
+    conversion (a float such as 1e308 × 1e9 is infinite and has no integer)."""
+    if not value <= limit:
         raise ValueError(f"{text!r} is too large (allowed: up to {what})")
-    return value
+    return round(value)
 
 
 def parse_rate(text: object) -> int:
@@ -68,24 +84,25 @@ def parse_rate(text: object) -> int:
     factor = RATE_UNITS.get(unit.lower())
     if factor is None:
         raise ValueError(f"{text!r}: unknown or missing rate unit; expected {RATE_HELP}")
-    bps = round(value * factor)
+    bps = _bounded(value * factor, MAX_RATE_BPS, text, "10 Tbps")
     if bps <= 0:
-        raise ValueError(f"{text!r}: a rate must be positive")
-    return _bounded(bps, MAX_RATE_BPS, text, "10 Tbps")
+        raise ValueError(f"{text!r}: a rate must be positive (at least 1 bps)")
+    return bps
 
 
 def parse_time(text: object, *, allow_zero: bool = True) -> int:
     """Nanoseconds as an integer. Negative times are rejected by the pattern."""
-    if isinstance(text, str) and text.strip().startswith("-"):
+    if _negative(text):
         raise ValueError(f"{text!r}: a time cannot be negative")
+    text = _unsigned(text)
     value, unit = _split(text, TIME_HELP)
     factor = TIME_UNITS.get(unit)
     if factor is None:
         raise ValueError(f"{text!r}: unknown or missing time unit; expected {TIME_HELP}")
-    ns = round(value * factor)
+    ns = _bounded(value * factor, MAX_TIME_NS, text, "10^7 s, about 115 days")
     if ns == 0 and not allow_zero:
         raise ValueError(f"{text!r}: must be longer than zero")
-    return _bounded(ns, MAX_TIME_NS, text, "10^7 s, about 115 days")
+    return ns
 
 
 def parse_size(text: object) -> int:
@@ -94,13 +111,14 @@ def parse_size(text: object) -> int:
         if text < 0:
             raise ValueError(f"{text}: a size cannot be negative")
         return _bounded(text, MAX_SIZE_BYTES, text, "1 PiB")
-    if isinstance(text, str) and text.strip().startswith("-"):
+    if _negative(text):
         raise ValueError(f"{text!r}: a size cannot be negative")
+    text = _unsigned(text)
     value, unit = _split(text, SIZE_HELP)
     factor = SIZE_UNITS.get(unit.lower())
     if factor is None:
         raise ValueError(f"{text!r}: unknown or missing size unit; expected {SIZE_HELP}")
-    return _bounded(round(value * factor), MAX_SIZE_BYTES, text, "1 PiB")
+    return _bounded(value * factor, MAX_SIZE_BYTES, text, "1 PiB")
 
 
 def parse_queue(text: object) -> tuple[str, int]:
@@ -109,13 +127,14 @@ def parse_queue(text: object) -> tuple[str, int]:
         if text < 0:
             raise ValueError(f"{text}: a queue limit cannot be negative")
         return ("packets", _bounded(text, 2**31, text, "2^31 packets"))
-    if isinstance(text, str) and text.strip().startswith("-"):
+    if _negative(text):
         raise ValueError(f"{text!r}: a queue limit cannot be negative")
+    text = _unsigned(text)
     value, unit = _split(text, QUEUE_HELP)
     if unit.lower() in PACKET_UNITS:
         if value != int(value):
             raise ValueError(f"{text!r}: a packet count must be a whole number")
-        return ("packets", _bounded(int(value), 2**31, text, "2^31 packets"))
+        return ("packets", _bounded(value, 2**31, text, "2^31 packets"))
     if unit.lower() in SIZE_UNITS:
         return ("bytes", parse_size(text))
     raise ValueError(f"{text!r}: unknown queue unit; expected {QUEUE_HELP}")

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import random
 import shutil
-import signal
 import tempfile
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..errors import ScenarioError
+from ..lifetime import sigterm_as_interrupt
 from ..resolve import direction_names
 from . import platform
 from .netns import EmuError
@@ -28,22 +27,6 @@ from .traffic import IperfFlow, UdpFlow, whole_seconds
 EMU_TCP_FIELDS = {"cc", "recovery", "mss", "window", "rcvbuf", "sndbuf", "initial_window", "rto_min",
                   "delayed_ack", "ecn"}
 SETUP_MARGIN_NS = 1_500_000_000
-
-
-@contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM unwinds like Ctrl-C, so the cleanup in `finally` runs."""
-    def handler(signum, frame):
-        raise KeyboardInterrupt("SIGTERM")
-    try:
-        old = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
 
 
 def _plan(resolved: dict[str, Any], forwarding: list[dict[str, Any]]):
@@ -139,7 +122,10 @@ def run(resolved: dict[str, Any], *, keep_dir: Path | None = None) -> dict[str, 
 
     run_id = new_run_id()
     record = RunRecord(run_id)
+    record.save()  # the run is live before it creates anything: a concurrent cleanup leaves it alone
     workdir = Path(tempfile.mkdtemp(prefix=f"netbraid-{run_id}-")) if keep_dir is None else keep_dir
+    if keep_dir is None:
+        record.keep_workdir(workdir)  # listed before anything runs, so a SIGKILL leaves it findable
     topo = Topology(resolved, run_id, record, workdir)
     flows: list[Any] = []
     link_stats: dict[str, Any] = {}
@@ -151,7 +137,7 @@ def run(resolved: dict[str, Any], *, keep_dir: Path | None = None) -> dict[str, 
             for fl in flows:
                 fl.stop()
             if topo.emulator is not None:
-                link_stats = topo.emulator.stop()  # the final counters
+                link_stats = {**topo.emulator.stop(), "stopped_ns": time.time_ns()}  # the final counters
             delete_namespaces(topo.created)
             record.remove()
             if keep_dir is None:
@@ -216,6 +202,10 @@ def _result(resolved, flows, link_stats, times, wall, topo) -> dict[str, Any]:
     links = []
     per_link = link_stats.get("links", {})
     duration_s = resolved["duration_ns"] / 1e9
+    # The emulator counts every byte of its life; traffic starts at t0 and
+    # can outlast the duration (iperf3 runs whole seconds; MPTCP is waited
+    # for), so utilisation is over t0 … the emulator's stop, never above 1.
+    active_s = max(duration_s, (link_stats.get("stopped_ns", 0) - t0) / 1e9)
     direction = iter(direction_names(names, resolved["links"]))
     for l, link in enumerate(resolved["links"]):
         st = per_link.get(f"l{l}", {})
@@ -227,7 +217,7 @@ def _result(resolved, flows, link_stats, times, wall, topo) -> dict[str, Any]:
                 "delay_s": link[d]["delay_ns"] / 1e9, "tx_packets": c.get("forwarded_packets"),
                 "tx_bytes": c.get("forwarded_bytes"), "queue_drops": c.get("queue_drops"),
                 "loss_drops": c.get("loss_drops"),
-                "utilisation": c.get("forwarded_bytes", 0) * 8 / (rate * duration_s) if rate else None,
+                "utilisation": c.get("forwarded_bytes", 0) * 8 / (rate * active_s) if rate else None,
             })
     for f in flows:
         for sub in f.get("subflows", []):

@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .netns import EmuError, die_with_parent
+from ..lifetime import die_with_parent
+from .netns import EmuError
 
 
 def main() -> None:

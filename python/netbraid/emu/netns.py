@@ -3,23 +3,14 @@ EmuError with the command and what it printed."""
 
 from __future__ import annotations
 
-import ctypes
-import signal
 import subprocess
 from typing import Sequence
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_PR_SET_PDEATHSIG = 1
+from ..lifetime import die_with_parent
 
 
 class EmuError(Exception):
     """An emu run failed for a reason outside the scenario (a command, a tool)."""
-
-
-def die_with_parent() -> None:
-    """preexec_fn: the child gets SIGKILL if netbraid dies, even by SIGKILL,
-    so no traffic tool outlives its run."""
-    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def run(cmd: Sequence[str], *, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:

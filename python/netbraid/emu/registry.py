@@ -15,7 +15,9 @@ import json
 import os
 import secrets
 import signal
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,11 @@ class RunRecord:
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.data))
         os.replace(tmp, self.path)
+
+    def keep_workdir(self, path: Path) -> None:
+        """The run's temporary directory (logs, iperf3 output)."""
+        self.data["workdir"] = str(path)
+        self.save()
 
     def plan_namespaces(self, names: list[str]) -> None:
         self.data["namespaces"] = list(names)
@@ -111,4 +118,25 @@ def cleanup_stale() -> list[str]:
         removed.append(f"record {rec.name}")
     for tmp in STATE_DIR.glob("nb*.tmp"):
         tmp.unlink(missing_ok=True)
+    removed += remove_stale_workdirs()
+    return removed
+
+
+def remove_stale_workdirs() -> list[str]:
+    """Temporary directories (netbraid-<run id>-*) of runs that are not live:
+    a run killed before its record was written leaves only this."""
+    live = set()
+    for rec in STATE_DIR.glob("nb*.json") if STATE_DIR.is_dir() else []:
+        try:
+            data = json.loads(rec.read_text())
+        except (OSError, ValueError):
+            continue
+        if owner_alive(data):
+            live.add(data.get("run_id"))
+    removed = []
+    for d in sorted(Path(tempfile.gettempdir()).glob("netbraid-nb*-*")):
+        run_id = d.name.split("-")[1]
+        if d.is_dir() and not d.is_symlink() and run_id not in live:
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(f"directory {d}")
     return removed
