@@ -14,7 +14,9 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 from scipy import stats
@@ -54,6 +56,7 @@ def test_delivered_rate_matches_the_link_rate(mbps):
     f = r["flows"][0]
     assert abs(f["arrival_rate_bps"] / (mbps * 1e6) - 1) < 0.02, f["arrival_rate_bps"]
     assert r["links"][0]["queue_drops"] > 0  # it really was overloaded
+    assert 0.5 < r["links"][0]["utilisation"] <= 1.0  # busy, and never more than the link can carry
 
 
 def test_one_way_delay_median_and_tail():
@@ -175,6 +178,7 @@ def leftovers() -> dict:
         "processes": [l for l in procs.splitlines()
                       if ("iperf3" in l or "netbraid.emu" in l or "linkemu" in l) and "ps -eo" not in l],
         "records": sorted(os.listdir("/run/netbraid")) if os.path.isdir("/run/netbraid") else [],
+        "temporary directories": sorted(str(p) for p in Path(tempfile.gettempdir()).glob("netbraid-nb*")),
     }
 
 
@@ -187,15 +191,19 @@ def test_nothing_is_left_after_twenty_runs_three_killed():
             p = subprocess.Popen(base, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(2.5)  # mid-run: the namespaces and traffic exist
             p.send_signal(kills[i])
-            p.wait(30)
+            code = p.wait(30)
             if kills[i] == signal.SIGKILL:
                 time.sleep(0.5)  # children die with their parent
+                assert leftovers()["temporary directories"], "a killed run's directory is what cleanup must find"
                 out = subprocess.run(["netbraid", "emu", "cleanup"], capture_output=True, text=True)
                 assert out.returncode == 0 and "removed" in out.stdout, out.stdout + out.stderr
+                assert "directory" in out.stdout
+            else:
+                assert code == 128 + kills[i], (kills[i], code)  # 130 for Ctrl-C, 143 for SIGTERM
         else:
             out = subprocess.run(base, capture_output=True, text=True, timeout=60)
             assert out.returncode == 0, out.stderr
-    assert leftovers() == {"namespaces": [], "devices": [], "processes": [], "records": []}
+    assert leftovers() == {"namespaces": [], "devices": [], "processes": [], "records": [], "temporary directories": []}
 
 
 def test_cleanup_leaves_other_namespaces_alone():

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from mutations import (api_calls, axes, check_api_calls, check_scenario_input, mutated_document, mutated_text, overrides,
                        tweaked_document)
 
-FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+FAST = settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                          HealthCheck.function_scoped_fixture])
 
 
