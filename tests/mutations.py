@@ -169,7 +169,8 @@ def axes(draw) -> list[str]:
     return out
 
 
-API_CALLS = st.sampled_from(["add_host", "add_router", "add_link", "add_flow", "add_route"])
+API_CALLS = st.sampled_from(["add_host", "add_router", "add_link", "add_flow", "add_route",
+                             "TcpOptions", "Measure", "Host", "Link", "Flow", "Route", "Router"])
 
 
 @st.composite
@@ -182,7 +183,8 @@ def api_calls(draw) -> list[tuple[str, list[Any], dict[str, Any]]]:
         args = [draw(st.one_of(st.sampled_from(names), SCALARS)) for _ in range(draw(st.integers(0, 3)))]
         kwargs = {}
         for key in draw(st.lists(st.sampled_from(["rate", "delay", "queue", "loss", "count", "kind", "cc", "bytes",
-                                                  "window", "start", "to_iface", "multipath", "nosuch"]),
+                                                  "window", "start", "to_iface", "multipath", "nosuch", "profile", "mss",
+                                                  "interval", "name", "a", "b"]),
                                  max_size=3, unique=True)):
             kwargs[key] = draw(SCALARS)
         calls.append((method, args, kwargs))
@@ -245,7 +247,10 @@ def check_api_calls(calls: list[tuple[str, list[Any], dict[str, Any]]]) -> str:
     try:
         for method, args, kwargs in calls:
             try:
-                getattr(s, method)(*args, **kwargs)
+                if method[0].isupper():  # an option object, built directly
+                    getattr(nb, method)(**kwargs)
+                else:
+                    getattr(s, method)(*args, **kwargs)
             except TypeError as e:
                 if "argument" not in str(e):
                     raise  # a TypeError from inside netbraid is a bug, not a wrong call

@@ -215,7 +215,9 @@ def test_controllers_command_lists_the_simulators_list():
     listed = json.loads(r.stdout)
     assert [c["name"] for c in listed][:2] == ["reno", "cubic"]
     cubic = next(c for c in listed if c["name"] == "cubic")
-    assert {p["name"] for p in cubic["params"]} == {"c", "beta", "fast_convergence", "reno_friendly"}
+    assert {p["name"] for p in cubic["params"]} == {"c", "beta", "fast_convergence", "reno_friendly", "hystart",
+                                                   "hystart_low_window", "hystart_ack_delta_ms", "hystart_ack_train",
+                                                   "hystart_delay"}
     r = netbraid("controllers")
     assert r.returncode == 0 and "beta" in r.stdout and "newreno" in r.stdout
 
@@ -291,3 +293,70 @@ def test_report_shows_subflows(tmp_path):
     md = (out / "summary.md").read_text()
     html = (out / "report.html").read_text()
     assert "## Per subflow (path)" in md and "m#1" in md and "Per subflow (path)" in html
+
+
+# ---- HyStart and the linux profile ---------------------------------------------------------
+
+
+def _slow_start(hystart: bool) -> dict:
+    """One CUBIC flow, 100 Mb/s bottleneck, 40 ms RTT, a drop-tail buffer of
+    two bandwidth-delay products (BDP = 100 Mb/s × 40 ms = 500 kB = 345
+    segments of 1448 B; buffer 700 packets)."""
+    from conftest import dumbbell
+
+    s = dumbbell(1, bottleneck="100Mbps", rtt_ms=40, buffer_pkts=700, duration="3s", measure_start="0s",
+                 cc="cubic", cc_params={"hystart": hystart}, mss=1448)
+    s.measure = nb.Measure(start="0s", interval="10ms")
+    return nb.simulate(s)
+
+
+def test_hystart_leaves_slow_start_before_the_first_loss_on_a_deep_buffer():
+    bdp = 100e6 * 0.040 / 8 / 1448  # segments
+    # Without HyStart slow start doubles the window until the buffer
+    # overflows: cwnd passes BDP + buffer (1045 segments) and packets drop.
+    plain = _slow_start(False)
+    assert plain["flows"][0]["packets_lost"] > 0
+    assert max(plain["series"]["flows"][0]["cwnd_bytes"]) / 1448 > bdp + 700
+    # With HyStart it ends when the round's ACK train outlasts half the
+    # minimum RTT (cwnd about BDP/2 to BDP) or the RTT rises by 5 ms (40/8):
+    # no loss at all, and the window stays below what the path holds.
+    hy = _slow_start(True)
+    cwnd = [c / 1448 for c in hy["series"]["flows"][0]["cwnd_bytes"]]
+    assert hy["flows"][0]["packets_lost"] == 0
+    assert bdp / 2 <= max(cwnd) < bdp + 700
+    # and the link is still kept busy: most of the 100 Mb/s over the 3 s
+    assert hy["flows"][0]["goodput_bps"] > 0.7 * 100e6
+
+
+def test_linux_profile_fills_what_the_scenario_leaves_unset(tmp_path):
+    path = tmp_path / "p.toml"
+    path.write_text((EXAMPLES / "dumbbell.toml").read_text())
+    s = nb.load_scenario(path, ["tcp.profile=linux"])
+    tcp = nb.resolve(s)["flows"][0]["tcp"]
+    # dumbbell.toml sets cc, recovery, mss, header_bytes, window and rto_min itself: those stay
+    assert (tcp["cc"], tcp["mss"], tcp["rto_min"]) == ("reno", 1448, 1_000_000_000)
+    # the rest is Linux's: IW10, 40 ms delayed-ACK timer, RACK-TLP, PRR
+    assert tcp["initial_window"] == 10 and tcp["delack_timeout"] == 40_000_000
+    assert tcp["rack"] and tcp["tlp"] and tcp["prr"]
+    # dumbbell's cc = "newreno" replaced the profile's CUBIC, and its parameters with it
+    assert tcp["cc_params"] == {}
+
+
+def test_linux_profile_on_a_flow_from_python():
+    s = nb.Scenario(name="p", duration="1s")
+    s.add_host("a").add_host("b").add_link("a", "b", rate="10Mbps", delay="5ms")
+    s.add_flow("linux", "a", "b", profile="linux")
+    s.add_flow("rfc", "a", "b")
+    linux, rfc = (f["tcp"] for f in nb.resolve(s)["flows"])
+    assert linux["cc"] == "cubic" and linux["cc_params"] == {"beta": 717 / 1024, "hystart": True}
+    assert linux["rto_min"] == 200_000_000 and linux["mss"] == 1448 and linux["initial_window"] == 10
+    # RFC 6298's 1 s minimum RTO and RFC 5681's initial window for the other
+    assert rfc["rto_min"] == 1_000_000_000 and rfc["initial_window"] == 3 and rfc["cc"] == "reno"
+    s.tcp = nb.TcpOptions(profile="linux", rto_min="300ms")
+    linux, rfc = (f["tcp"] for f in nb.resolve(s)["flows"])
+    assert rfc["rto_min"] == linux["rto_min"] == 300_000_000 and rfc["cc"] == "cubic"
+    with pytest.raises(nb.ScenarioError, match=r"profile: .*'windows'|profile.*'rfc' or 'linux'"):
+        nb.TcpOptions(profile="windows")
+    with pytest.raises(nb.ScenarioError, match=r"tcp.profile: 'rfc' cannot run on emu"):
+        s.tcp = nb.TcpOptions(profile="rfc")
+        nb.resolve(s, backend="emu")

@@ -12,28 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from .api import run_resolved
-from .resolve import resolve
+from .resolve import LINUX_TCP, resolve
 from .schema import Scenario
-
-#: Linux 6.x defaults, as the simulator can express them: IW10 (RFC 6928),
-#: 200 ms minimum RTO and 1 s initial RTO (TCP_RTO_MIN, TCP_TIMEOUT_INIT),
-#: 1448-byte segments with 52 bytes of IP+TCP header (timestamps on),
-#: SACK, delayed ACKs every second segment with a 40 ms floor (TCP_DELACK_MIN),
-#: RACK-TLP (net.ipv4.tcp_recovery = 1 and tcp_early_retrans = 3, the
-#: defaults) and PRR in recovery (since Linux 3.2).
-LINUX_TCP = {
-    "initial_window": 10,
-    "rto_min": "200ms",
-    "rto_initial": "1s",
-    "mss": 1448,
-    "header_bytes": 52,
-    "recovery": "sack",
-    "delack_timeout": "40ms",
-    "rack": True,
-    "tlp": True,
-    "prr": True,
-}
-
 
 def with_linux_defaults(s: Scenario) -> Scenario:
     data = s.model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -50,6 +50,32 @@ TCP_DEFAULTS: dict[str, Any] = {
     "tlp": False,
     "prr": False,
 }
+#: Linux 6.x defaults, as the simulator can express them: IW10 (RFC 6928),
+#: 200 ms minimum RTO and 1 s initial RTO (TCP_RTO_MIN, TCP_TIMEOUT_INIT),
+#: 1448-byte segments with 52 bytes of IP+TCP header (timestamps on), SACK,
+#: delayed ACKs every second segment with a 40 ms floor (TCP_DELACK_MIN),
+#: RACK-TLP (net.ipv4.tcp_recovery = 1 and tcp_early_retrans = 3, the
+#: defaults) and PRR in recovery (since Linux 3.2). What `compare` and paper
+#: 001 give the simulator; `profile = "linux"` adds Linux's CUBIC.
+LINUX_TCP: dict[str, Any] = {
+    "initial_window": 10,
+    "rto_min": "200ms",
+    "rto_initial": "1s",
+    "mss": 1448,
+    "header_bytes": 52,
+    "recovery": "sack",
+    "delack_timeout": "40ms",
+    "rack": True,
+    "tlp": True,
+    "prr": True,
+}
+#: CUBIC as net/ipv4/tcp_cubic.c runs it: β = 717/1024, HyStart on (both detectors).
+LINUX_CUBIC: dict[str, Any] = {"cc": "cubic", "cc_params": {"beta": 717 / 1024, "hystart": True}}
+#: `profile`: the layer of defaults under the scenario's and the flow's own settings.
+PROFILES: dict[str, TcpOptions] = {
+    "rfc": TcpOptions(),
+    "linux": TcpOptions(**LINUX_TCP, **LINUX_CUBIC),
+}
 CBR_DEFAULT_PACKET = 1000
 ONOFF_DEFAULT_PACKET = 210  # ns-2 Application/Traffic/Exponential packetSize_
 UDP_HEADER = 28  # IPv4 + UDP
@@ -94,18 +120,20 @@ def _direction(link: Link, over: Direction | None) -> dict[str, Any]:
 
 
 def tcp_config(defaults: TcpOptions, flow: TcpOptions | None = None) -> dict[str, Any]:
-    """Merge built-in defaults ← scenario [tcp] ← the flow's own settings.
+    """Merge built-in defaults ← the profile's (the flow's, else the
+    scenario's) ← scenario [tcp] ← the flow's own settings.
     Only merges: the rules a configuration must meet are the simulator's
     (`check_tcp`). `cc_params` merge key by key, and go with the controller
     they were given for: a layer that picks another controller starts
     without the parameters of the one before."""
     cfg = dict(TCP_DEFAULTS, cc_params={})
-    for layer in (defaults, flow):
+    profile = (flow.profile if flow is not None and flow.profile else None) or defaults.profile or "rfc"
+    for layer in (PROFILES[profile], defaults, flow):
         if layer is None:
             continue
         for f in TCP_FIELDS:  # cc comes before cc_params
             v = getattr(layer, f)
-            if v is None:
+            if v is None or f == "profile":
                 continue
             if f == "window":  # iperf -w: both socket buffers
                 cfg["rcvbuf"] = cfg["sndbuf"] = v
@@ -308,6 +336,10 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                                     "receiver reads as fast as data arrives); remove it or use --backend sim")
             tcp = None
             if f.kind in ("tcp", "mptcp"):
+                if backend == "emu" and (f.profile or s.tcp.profile) == "rfc":
+                    field = f"{where}.profile" if f.profile else "tcp.profile"
+                    raise ScenarioError(f"{field}: 'rfc' cannot run on emu: the kernel's TCP is Linux's "
+                                        "(remove it, or use profile = \"linux\" to say so)")
                 tcp = tcp_config(s.tcp, f)
                 check_tcp(tcp, where, flow_sets_tcp=any(getattr(f, x) is not None for x in TCP_FIELDS),
                           scenario_tcp=lambda: tcp_config(s.tcp), controller=backend == "sim")

@@ -8,9 +8,11 @@ turns it into the flat, indexed form the simulator runs.
 
 from __future__ import annotations
 
+import contextvars
 import math
 import re
-from typing import Annotated, Any, Literal, Optional, Union
+from contextlib import contextmanager
+from typing import Annotated, Any, Iterator, Literal, Optional, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError, field_validator, model_validator
 
@@ -70,21 +72,62 @@ def _check_cc_params(v: Any) -> Any:
 CcParams = Annotated[dict[str, Union[bool, float]], BeforeValidator(_check_cc_params)]
 
 
+_validating: contextvars.ContextVar[bool] = contextvars.ContextVar("netbraid_validating", default=False)
+
+
+@contextmanager
+def _outermost() -> Iterator[bool]:
+    """True for the outermost validation in progress (in this thread or task)."""
+    if _validating.get():
+        yield False
+        return
+    token = _validating.set(True)
+    try:
+        yield True
+    finally:
+        _validating.reset(token)
+
+
+def _scenario_error(e: ValidationError) -> Exception:
+    from .errors import from_validation_error
+
+    return from_validation_error(e)
+
+
 class Strict(BaseModel):
     """Rejects unknown fields, naming the ones that are allowed."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_assignment=True)
 
-    # Mistakes made in Python code get the same ScenarioError as in files.
-    # (Only assignment here: pydantic calls an overridden __init__ of nested
-    # models during validation, so only the top-level Scenario overrides it.)
-    def __setattr__(self, name: str, value: Any) -> None:
-        try:
-            super().__setattr__(name, value)
-        except ValidationError as e:
-            from .errors import from_validation_error
+    # Mistakes made in Python code get the same ScenarioError as in files,
+    # on construction (nb.TcpOptions(...)), assignment and model_validate.
+    # Pydantic calls __init__ of nested models while it validates the outer
+    # one: only the outermost call converts, so nested errors keep their
+    # place in pydantic's error list (and so their full field path).
+    def __init__(self, **data: Any) -> None:
+        with _outermost() as outer:
+            if not outer:
+                super().__init__(**data)
+                return
+            try:
+                super().__init__(**data)
+            except ValidationError as e:
+                raise _scenario_error(e) from None
 
-            raise from_validation_error(e) from None
+    def __setattr__(self, name: str, value: Any) -> None:
+        with _outermost() as outer:
+            if not outer:
+                super().__setattr__(name, value)
+                return
+            try:
+                super().__setattr__(name, value)
+            except ValidationError as e:
+                raise _scenario_error(e) from None
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> Any:
+        with _outermost():
+            return super().model_validate(obj, **kwargs)
 
     @model_validator(mode="before")
     @classmethod
@@ -222,6 +265,14 @@ class TcpOptions(Strict):
     """TCP settings. At the top level (`[tcp]`) they are defaults for every
     TCP flow; on a flow they override those. Unset = built-in default."""
 
+    #: A bundle of defaults under the fields set here: "rfc" (the RFCs'
+    #: values, the default) or "linux" (what this kernel does, as far as the
+    #: simulator models it: IW10, 200 ms minimum RTO, MSS 1448 with
+    #: timestamps, 40 ms delayed-ACK timer, SACK with RACK-TLP and PRR,
+    #: CUBIC with β = 717/1024 and HyStart). Fields set explicitly, in [tcp]
+    #: or on the flow, win over the profile. The flow's profile wins over
+    #: the scenario's.
+    profile: Optional[Literal["rfc", "linux"]] = None
     #: On sim, a controller the simulator has (`netbraid controllers`); on
     #: emu, what the kernel offers (see
     #: /proc/sys/net/ipv4/tcp_available_congestion_control). Checked by
@@ -438,14 +489,6 @@ class Sweep(Strict):
 
 class Scenario(Strict):
     """A network and the traffic on it."""
-
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as e:
-            from .errors import from_validation_error
-
-            raise from_validation_error(e) from None
 
     name: str = "scenario"
     duration: Time

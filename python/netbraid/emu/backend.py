@@ -24,7 +24,7 @@ from .traffic import IperfFlow, UdpFlow, whole_seconds
 
 #: TCP settings the emu backend can honour (how is in docs/emu.md); any
 #: other explicitly set TCP field is an error on emu rather than ignored.
-EMU_TCP_FIELDS = {"cc", "recovery", "mss", "window", "rcvbuf", "sndbuf", "initial_window", "rto_min",
+EMU_TCP_FIELDS = {"profile", "cc", "recovery", "mss", "window", "rcvbuf", "sndbuf", "initial_window", "rto_min",
                   "delayed_ack", "ecn"}
 SETUP_MARGIN_NS = 1_500_000_000
 

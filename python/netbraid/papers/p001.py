@@ -28,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..compare import LINUX_TCP
+from ..resolve import LINUX_TCP
 from ..errors import ScenarioError
 from ..experiment import Axis, execute, make_plan
 from ..schema import Measure, Scenario

@@ -1,8 +1,10 @@
 //! CUBIC (RFC 9438). Window growth is a cubic function of the time since the
-//! last congestion event, with a Reno-friendly lower bound (W_est).
+//! last congestion event, with a Reno-friendly lower bound (W_est). With
+//! `hystart`, slow start ends before the first loss as Linux's does (hystart.rs).
 
+use super::hystart::HyStart;
 use super::{slow_start_increase, AckEvent, CcConfig, CongestionControl, ControllerInfo, ParamInfo, ParamKind, Params};
-use crate::engine::time::as_secs_f64;
+use crate::engine::time::{as_secs_f64, MILLISECOND};
 use crate::engine::Time;
 
 /// RFC 9438 constants (the defaults of the parameters).
@@ -42,6 +44,39 @@ pub(super) const INFO: ControllerInfo = ControllerInfo {
             doc: "never grow slower than the Reno estimate W_est (RFC 9438 §4.3)",
             kind: ParamKind::Flag { default: true },
         },
+        ParamInfo {
+            name: "hystart",
+            doc: "HyStart as in Linux: leave slow start when the ACK train or the RTT says the pipe is full",
+            kind: ParamKind::Flag { default: false },
+        },
+        ParamInfo {
+            name: "hystart_low_window",
+            doc: "HyStart runs only from this window (segments; Linux: 16)",
+            kind: ParamKind::Number {
+                default: 16.0,
+                min: 2.0,
+                max: 1e6,
+            },
+        },
+        ParamInfo {
+            name: "hystart_ack_delta_ms",
+            doc: "ACKs at most this far apart (ms) form a train (Linux: 2)",
+            kind: ParamKind::Number {
+                default: 2.0,
+                min: 0.0,
+                max: 1000.0,
+            },
+        },
+        ParamInfo {
+            name: "hystart_ack_train",
+            doc: "HyStart's ACK-train detection",
+            kind: ParamKind::Flag { default: true },
+        },
+        ParamInfo {
+            name: "hystart_delay",
+            doc: "HyStart's delay-increase detection",
+            kind: ParamKind::Flag { default: true },
+        },
     ],
     build: |cfg, p| Box::new(Cubic::with_params(cfg, p)),
 };
@@ -76,6 +111,8 @@ pub struct Cubic {
     /// When the flow stopped being cwnd-limited: that time is not counted in
     /// t (RFC 9438 §4.2), so the epoch start moves forward by it.
     limited_since: Option<Time>,
+    /// Slow start's exit detector, when on.
+    hystart: Option<HyStart>,
 }
 
 impl Cubic {
@@ -104,6 +141,14 @@ impl Cubic {
             cwnd_seg: w,
             after_timeout: false,
             limited_since: None,
+            hystart: p.flag("hystart").then(|| {
+                HyStart::new(
+                    p.number("hystart_low_window"),
+                    (p.number("hystart_ack_delta_ms") * MILLISECOND as f64) as Time,
+                    p.flag("hystart_ack_train"),
+                    p.flag("hystart_delay"),
+                )
+            }),
             cfg,
         }
     }
@@ -133,6 +178,15 @@ impl Cubic {
 
 impl CongestionControl for Cubic {
     fn on_ack(&mut self, ack: &AckEvent<'_>) {
+        // HyStart reads every ACK in slow start, limited or not (as Linux's
+        // pkts_acked hook does); the window grows only when cwnd-limited.
+        if self.cwnd < self.ssthresh {
+            if let Some(h) = &mut self.hystart {
+                if h.on_ack(ack, self.cwnd, self.cfg.mss) {
+                    self.ssthresh = self.cwnd;
+                }
+            }
+        }
         if !ack.cwnd_limited {
             self.limited_since.get_or_insert(ack.now);
             return;
@@ -198,6 +252,9 @@ impl CongestionControl for Cubic {
         }
         self.epoch_start = None;
         self.after_timeout = true;
+        if let Some(h) = &mut self.hystart {
+            h.restart();
+        }
         self.limited_since = None;
         self.set_cwnd_segments(1.0);
     }
@@ -215,6 +272,9 @@ impl CongestionControl for Cubic {
     }
     fn name(&self) -> &'static str {
         "cubic"
+    }
+    fn wants_ack_rtt(&self) -> bool {
+        self.hystart.is_some()
     }
 }
 

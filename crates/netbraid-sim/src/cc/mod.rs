@@ -11,6 +11,7 @@
 mod balia;
 mod coupled;
 mod cubic;
+mod hystart;
 mod lia;
 mod olia;
 mod reno;
@@ -33,6 +34,11 @@ pub struct AckEvent<'a> {
     pub newly_acked: u64,
     /// The RTT this ACK measured (never from a retransmitted segment: Karn).
     pub rtt_sample: Option<Time>,
+    /// The RTT of the newest segment this ACK acknowledges, if it was sent
+    /// once: a sample on every ACK, as Linux takes from send times or
+    /// timestamps (`rtt_sample` is one per round trip, RFC 6298's way).
+    /// Only for controllers that ask for it (`wants_ack_rtt`).
+    pub ack_rtt: Option<Time>,
     /// Smoothed RTT, once there is a sample.
     pub srtt: Option<Time>,
     /// Smallest RTT sample so far.
@@ -98,6 +104,10 @@ pub trait CongestionControl: Send {
     /// Whether it reads the other subflows of its MPTCP connection (a coupled
     /// controller); if not, the connection need not build their view.
     fn coupled(&self) -> bool {
+        false
+    }
+    /// Whether it reads `AckEvent::ack_rtt` (the sender then looks it up on every ACK).
+    fn wants_ack_rtt(&self) -> bool {
         false
     }
 }

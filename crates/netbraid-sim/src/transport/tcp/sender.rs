@@ -533,6 +533,17 @@ impl TcpSender {
                 rtt_sample = Some(sample);
             }
         }
+        let ack_rtt = if self.cc.wants_ack_rtt() {
+            let sent = self.sent.as_slice();
+            let newest = sent.partition_point(|s| s.seq < ack);
+            newest
+                .checked_sub(1)
+                .map(|i| sent[i])
+                .filter(|s| !s.retransmitted && s.seq + s.len <= ack)
+                .map(|s| now - s.xmit_ts)
+        } else {
+            None
+        };
         // A round ends when data sent after it began is acknowledged.
         let round_start = ack > self.round_end;
         if round_start {
@@ -557,6 +568,7 @@ impl TcpSender {
             now,
             newly_acked: newly,
             rtt_sample,
+            ack_rtt,
             srtt,
             min_rtt,
             flight: flight_before,
