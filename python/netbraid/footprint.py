@@ -65,13 +65,22 @@ def estimate(s: "Scenario") -> Footprint:
     def members(name: str) -> int:
         return size.get(name, 1)  # a member of a group ("h3") is one node
 
+    def ifaces(name: str) -> int:
+        # a host has one interface per link it is on (a group member: its group's)
+        group = name.rstrip("0123456789") if name not in size else name
+        return max(1, sum(1 for l in s.links if group in (l.a, l.b) or name in (l.a, l.b)))
+
     nodes = sum(size.values())
     links = sum(max(members(l.a), members(l.b)) for l in s.links)
     flows = 0
     series = 0
     for f in s.flows:
         n = max(members(f.src), members(f.dst)) * f.count
-        subflows = len(f.paths) if f.paths else (f.subflows or 2) if f.kind == "mptcp" else 0
+        subflows = 0
+        if f.paths:
+            subflows = len(f.paths)
+        elif f.kind == "mptcp":
+            subflows = ifaces(f.src) * (ifaces(f.dst) if f.subflows == "fullmesh" else 1)
         flows += n * (1 + subflows)
         series += n * (1 + subflows)
     samples = 0
