@@ -9,6 +9,7 @@
 //! `controllers_json`) instead of keeping a list of its own.
 
 mod balia;
+mod bbr;
 mod coupled;
 mod cubic;
 mod hystart;
@@ -17,6 +18,7 @@ mod olia;
 mod reno;
 
 pub use balia::Balia;
+pub use bbr::Bbr;
 pub use cubic::Cubic;
 pub use lia::Lia;
 pub use olia::Olia;
@@ -24,6 +26,7 @@ pub use reno::Reno;
 
 use crate::engine::Time;
 use crate::error::SimError;
+pub use crate::transport::tcp::rate::RateSample;
 use std::collections::BTreeMap;
 
 /// What the sender knows when new data is cumulatively acknowledged.
@@ -56,6 +59,42 @@ pub struct AckEvent<'a> {
     /// The other subflows of the same multipath connection, read-only (empty
     /// for a single-path connection): what coupled controllers need.
     pub siblings: &'a [SubflowView],
+}
+
+/// Where the sender is in loss recovery (the part of Linux's `ca_state`
+/// a rate-based controller reads).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LossState {
+    #[default]
+    Open,
+    /// Fast recovery (a loss found by SACK, duplicate ACKs or RACK).
+    Recovery,
+    /// After a retransmission timeout, until the data outstanding then is acknowledged.
+    Loss,
+}
+
+/// What a rate-based controller (`rate_based`) learns from every ACK, once
+/// the sender has updated its loss marks: Linux's `rate_sample` as its
+/// `cong_control` hook sees it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RateEvent {
+    pub now: Time,
+    /// The delivery-rate sample (no rate when the ACK gave none).
+    pub sample: RateSample,
+    /// Bytes delivered on the connection so far.
+    pub delivered: u64,
+    /// Bytes this ACK delivered (cumulatively ACKed or newly SACKed).
+    pub acked_sacked: u64,
+    /// Bytes this ACK's processing marked lost.
+    pub losses: u64,
+    /// Bytes in flight before this ACK and after it (sent, not delivered,
+    /// not marked lost; retransmissions counted).
+    pub prior_in_flight: u64,
+    pub in_flight: u64,
+    /// RTT of the newest segment this ACK delivered, if it was sent once.
+    pub rtt: Option<Time>,
+    pub srtt: Option<Time>,
+    pub state: LossState,
 }
 
 /// A read-only view of one subflow, for coupled multipath controllers.
@@ -110,6 +149,27 @@ pub trait CongestionControl: Send {
     fn wants_ack_rtt(&self) -> bool {
         false
     }
+    /// A rate-based controller (BBR) sets the window on every ACK, in
+    /// recovery too, from delivery-rate samples (Linux's `cong_control`
+    /// hook): the sender then calls `on_rate_sample` instead of `on_ack`
+    /// and `on_ack_in_recovery`, and applies no PRR. `on_congestion_event`
+    /// and `on_timeout` still say that a recovery or a timeout began.
+    fn rate_based(&self) -> bool {
+        false
+    }
+    fn on_rate_sample(&mut self, ev: &RateEvent) {
+        let _ = ev;
+    }
+    /// The rate (payload bytes per second) the sender must pace at, if the
+    /// controller asks for pacing.
+    fn pacing_rate(&self) -> Option<f64> {
+        None
+    }
+    /// The controller itself holds the flight down (BBR's PROBE_RTT):
+    /// delivery-rate samples taken now are marked app-limited.
+    fn holds_flight_down(&self) -> bool {
+        false
+    }
 }
 
 /// Settings shared by all controllers.
@@ -122,6 +182,9 @@ pub struct CcConfig {
     /// Appropriate Byte Counting limit L in slow start (RFC 3465): growth per
     /// ACK is at most L·MSS. L = 1 is RFC 5681's rule.
     pub abc_limit: u64,
+    /// Seed for a controller that draws random numbers (BBR's first gain
+    /// phase), derived from the run's seed and the flow's name.
+    pub seed: u64,
 }
 
 // ---- the list of controllers --------------------------------------------------
@@ -154,7 +217,7 @@ pub struct ControllerInfo {
 }
 
 /// Every controller, in the order users see them.
-pub const CONTROLLERS: &[ControllerInfo] = &[reno::INFO, cubic::INFO, lia::INFO, olia::INFO, balia::INFO];
+pub const CONTROLLERS: &[ControllerInfo] = &[reno::INFO, cubic::INFO, bbr::INFO, lia::INFO, olia::INFO, balia::INFO];
 
 /// A controller's parameters, checked, with defaults filled in.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -296,6 +359,7 @@ mod tests {
             initial_window: 3000,
             initial_ssthresh: u64::MAX,
             abc_limit: 1,
+            seed: 0,
         }
     }
 

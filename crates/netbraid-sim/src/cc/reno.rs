@@ -89,6 +89,7 @@ mod tests {
             initial_window: 2 * MSS,
             initial_ssthresh: u64::MAX,
             abc_limit: 1,
+            seed: 0,
         })
     }
 

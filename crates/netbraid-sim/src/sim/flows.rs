@@ -9,6 +9,7 @@ use crate::error::SimError;
 use crate::scenario::{FlowKind, FlowSpec};
 use crate::transport::mptcp::{MptcpReceiver, MptcpSender};
 use crate::transport::tcp::{TcpReceiver, TcpSender};
+use rand::RngCore;
 
 use super::build::{check_rate, check_time};
 
@@ -30,6 +31,21 @@ pub type EndpointPair = (Box<dyn Endpoint>, Box<dyn Endpoint>);
 /// Builds the endpoints of one flow, or says why it cannot.
 pub type EndpointFactory<'a> = dyn Fn(&FlowSpec, &FlowSetup) -> Result<EndpointPair, SimError> + 'a;
 
+/// A flow's (or a subflow's) congestion controller, with a seed of its own
+/// for a controller that draws random numbers.
+fn controller(
+    spec: &FlowSpec,
+    setup: &FlowSetup,
+    tcp: &crate::transport::tcp::TcpConfig,
+    part: &str,
+) -> Result<Box<dyn crate::cc::CongestionControl>, SimError> {
+    let mut cfg = tcp.controller_config();
+    cfg.seed = RandomStream::new(setup.seed, &format!("cc:{}:{part}", spec.name))
+        .inner()
+        .next_u64();
+    crate::cc::build(&format!("{}.", setup.field), &tcp.cc, &tcp.cc_params, cfg)
+}
+
 /// The flow kinds netbraid has.
 pub fn builtin(spec: &FlowSpec, setup: &FlowSetup) -> Result<EndpointPair, SimError> {
     let path = setup.field;
@@ -37,7 +53,7 @@ pub fn builtin(spec: &FlowSpec, setup: &FlowSetup) -> Result<EndpointPair, SimEr
         tcp.validate(&format!("{path}."))?;
         mptcp.validate(&format!("{path}."), setup.paths)?;
         let controllers = (0..setup.paths)
-            .map(|_| crate::cc::build(&format!("{path}."), &tcp.cc, &tcp.cc_params, tcp.controller_config()))
+            .map(|k| controller(spec, setup, tcp, &format!("subflow {k}")))
             .collect::<Result<Vec<_>, _>>()?;
         let sender = BulkSender::new(MptcpSender::new(tcp.clone(), mptcp, controllers), *bytes);
         let reader = Reader::new(MptcpReceiver::new(tcp, setup.paths), ReadPolicy::Waiting);
@@ -59,7 +75,7 @@ pub fn builtin(spec: &FlowSpec, setup: &FlowSetup) -> Result<EndpointPair, SimEr
             read_rate_bps,
         } => {
             tcp.validate(&format!("{path}."))?;
-            let cc = crate::cc::build(&format!("{path}."), &tcp.cc, &tcp.cc_params, tcp.controller_config())?;
+            let cc = controller(spec, setup, tcp, "")?;
             let policy = match read_rate_bps {
                 None => ReadPolicy::Waiting,
                 Some(r) => {

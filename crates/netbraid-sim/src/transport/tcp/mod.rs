@@ -21,6 +21,7 @@
 mod prr;
 mod rack;
 mod ranges;
+pub mod rate;
 mod receiver;
 mod rtt;
 mod send_buffer;
@@ -188,6 +189,7 @@ impl TcpConfig {
             initial_window: self.initial_window as u64 * mss,
             initial_ssthresh: self.initial_ssthresh.unwrap_or(u64::MAX),
             abc_limit: self.abc_limit as u64,
+            seed: 0,
         }
     }
 

@@ -10,9 +10,10 @@
 
 use super::prr::Prr;
 use super::rack::{Rack, Tlp};
+use super::rate::{RateEstimator, RateSample, SendState};
 use super::send_buffer::SendBuffer;
 use super::{RangeSet, Recovery, RttEstimator, Semantics, TcpConfig};
-use crate::cc::{AckEvent, CongestionControl, SubflowView};
+use crate::cc::{AckEvent, CongestionControl, LossState, RateEvent, SubflowView};
 use crate::endpoint::{Outbox, SenderState, Transmit};
 use crate::engine::time::{as_secs_f64, earliest};
 use crate::engine::Time;
@@ -37,7 +38,8 @@ pub struct CongestionRecord {
 /// A segment that was sent: its first byte and its length, and what RACK
 /// needs (RFC 8985 §6.1): when it was last sent, whether it was sent more
 /// than once, whether it is marked lost, and whether a retransmission of it
-/// is in flight (sent and not known lost).
+/// is in flight (sent and not known lost); and what delivery-rate
+/// estimation remembers of its last sending.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Sent {
     seq: u64,
@@ -46,6 +48,7 @@ struct Sent {
     retransmitted: bool,
     lost: bool,
     rexmit_in_flight: bool,
+    rate: SendState,
 }
 
 /// The segments in [snd_una, snd_max), oldest first: a vector with a moving
@@ -159,6 +162,19 @@ pub struct TcpSender {
     prr: Prr,
     /// Newly SACKed ranges of the ACK being processed (kept for its allocation).
     newly_sacked: Vec<(u64, u64)>,
+    /// The controller is rate-based (BBR): delivery rates are sampled and
+    /// handed to it after every ACK.
+    rate_based: bool,
+    rate: RateEstimator,
+    /// The ACK being processed: its rate sample, the bytes it had marked
+    /// lost, and the send time of the newest once-sent segment it delivered.
+    sample: RateSample,
+    ack_lost: u64,
+    ack_newest_sent: Option<Time>,
+    /// Pacing (when the controller gives a rate): the earliest time the next
+    /// segment may leave, and the timer that sends it.
+    pacing_next: Time,
+    pacing_deadline: Option<Time>,
 }
 
 impl TcpSender {
@@ -169,7 +185,6 @@ impl TcpSender {
         let rtt = RttEstimator::new(cfg.rto_min, cfg.rto_max, cfg.rto_initial, cfg.clock_granularity);
         Self {
             mss,
-            cc,
             rtt,
             buf: SendBuffer::new(cfg.sndbuf),
             sent: SentList::default(),
@@ -205,6 +220,14 @@ impl TcpSender {
             tlp: Tlp::default(),
             prr: Prr::default(),
             newly_sacked: Vec::new(),
+            rate_based: cc.rate_based(),
+            rate: RateEstimator::default(),
+            sample: RateSample::default(),
+            ack_lost: 0,
+            ack_newest_sent: None,
+            pacing_next: 0,
+            pacing_deadline: None,
+            cc,
             cfg,
         }
     }
@@ -233,7 +256,8 @@ impl TcpSender {
         // (not Nagle, not a lack of data): bytes behind it cannot go now.
         // (MPTCP tops up deep subflow queues on every ACK: this skips a
         // send pass that would find nothing.)
-        let blocked = self.unsent() >= self.mss;
+        // (held back by pacing, it may go now if the pacing time has come)
+        let blocked = self.unsent() >= self.mss && self.pacing_deadline.is_none();
         let n = self.buf.write(self.snd_una, bytes);
         if !blocked || cfg!(debug_assertions) {
             let before = out.len();
@@ -396,7 +420,12 @@ impl TcpSender {
     /// When the sender next needs `on_timer`.
     pub fn poll_at(&self) -> Option<Time> {
         let rack_tlp = earliest(self.rack.deadline, self.tlp.deadline);
-        earliest(earliest(self.rto_deadline, self.persist_deadline), rack_tlp)
+        let timers = earliest(earliest(self.rto_deadline, self.persist_deadline), rack_tlp);
+        earliest(timers, self.pacing_deadline)
+    }
+    /// The pacing rate now (payload bytes per second), if the sender paces.
+    pub fn pacing_rate(&self) -> Option<f64> {
+        self.cc.pacing_rate()
     }
 
     // ---- input -----------------------------------------------------------
@@ -419,12 +448,20 @@ impl TcpSender {
             return; // older than what we know (reordered): neither its window nor its SACKs are current
         }
         let flight_before = self.snd_max - self.snd_una;
+        let (delivered_before, prior_in_flight) = if self.rate_based {
+            self.sample = RateSample::default();
+            self.ack_lost = 0;
+            self.ack_newest_sent = None;
+            (self.rate.delivered, self.in_flight())
+        } else {
+            (0, 0)
+        };
         let window_changed = seg.wnd as u64 != self.rwnd;
         self.rwnd = seg.wnd as u64;
 
         // (PRR counts what each ACK delivers: the cumulative ACK's advance
         // and the change in SACKed bytes above it)
-        let sacked_before = if self.cfg.prr {
+        let sacked_before = if self.prr_on() {
             self.sacked.above(self.snd_una).0
         } else {
             0
@@ -436,18 +473,17 @@ impl TcpSender {
         if self.cfg.recovery == Recovery::Sack {
             let mut parts = std::mem::take(&mut self.newly_sacked);
             parts.clear();
+            let per_segment = self.cfg.rack || self.rate_based;
             for (s, e) in seg.sack.iter(seg.ack) {
                 let (s, e) = (s.max(ack), e.min(self.snd_max));
-                if s < e && self.cfg.rack {
+                if s < e && per_segment {
                     newly_sacked += self.sacked.add_with(s, e, |a, b| parts.push((a, b)));
                 } else if s < e {
                     newly_sacked += self.sacked.add(s, e);
                 }
             }
-            if self.cfg.rack {
-                for &(a, b) in &parts {
-                    self.rack_delivered(now, a, b, false);
-                }
+            for &(a, b) in &parts {
+                self.segments_delivered(now, a, b, false);
             }
             self.newly_sacked = parts;
         }
@@ -511,13 +547,61 @@ impl TcpSender {
             self.rack.end_ack();
             self.rack_detect_and_recover(now, out);
         }
-        if self.cfg.prr && self.in_recovery {
+        if self.prr_on() && self.in_recovery {
             let acked = self.snd_una - una_before;
             let delivered = (acked + self.sacked.above(self.snd_una).0).saturating_sub(sacked_before);
             let pipe = self.pipe();
             self.prr.on_ack(delivered, pipe, self.cc.ssthresh(), self.mss);
         }
+        if self.rate_based {
+            self.feed_rate_sample(now, delivered_before, prior_in_flight);
+        }
         self.send_available(now, out);
+    }
+
+    /// Hand the ACK's delivery-rate sample to a rate-based controller.
+    fn feed_rate_sample(&mut self, now: Time, delivered_before: u64, prior_in_flight: u64) {
+        let mut sample = self.sample;
+        self.rate.finish(&mut sample, self.rtt.min_rtt);
+        let state = if self.in_recovery {
+            LossState::Recovery
+        } else if self.in_loss_recovery() {
+            LossState::Loss
+        } else {
+            LossState::Open
+        };
+        let in_flight = self.in_flight();
+        self.cc.on_rate_sample(&RateEvent {
+            now,
+            sample,
+            delivered: self.rate.delivered,
+            acked_sacked: self.rate.delivered - delivered_before,
+            losses: self.ack_lost,
+            prior_in_flight,
+            in_flight,
+            rtt: self.ack_newest_sent.map(|t| now - t),
+            srtt: self.rtt.srtt(),
+            state,
+        });
+        if self.cc.holds_flight_down() {
+            self.rate.set_app_limited(in_flight);
+        }
+    }
+
+    /// Bytes in the network (Linux's packets in flight): sent, not
+    /// delivered and not marked lost, plus retransmissions in flight.
+    fn in_flight(&self) -> u64 {
+        if (self.sacked.is_empty() && !self.in_loss_recovery()) || self.cfg.recovery != Recovery::Sack {
+            self.snd_max - self.snd_una
+        } else {
+            self.pipe()
+        }
+    }
+
+    /// PRR decides the sending in recovery (not with a rate-based
+    /// controller, which sets the window itself, as in Linux).
+    fn prr_on(&self) -> bool {
+        self.cfg.prr && !self.rate_based
     }
 
     fn on_new_ack(&mut self, now: Time, ack: u64, flight_before: u64, siblings: &[SubflowView], out: &mut Outbox) {
@@ -550,8 +634,8 @@ impl TcpSender {
             self.round += 1;
             self.round_end = self.snd_max;
         }
-        if self.cfg.rack {
-            self.rack_delivered(now, self.snd_una, ack, true);
+        if self.cfg.rack || self.rate_based {
+            self.segments_delivered(now, self.snd_una, ack, true);
         }
         self.snd_una = ack;
         self.sent.ack(ack);
@@ -579,7 +663,9 @@ impl TcpSender {
         };
         if self.in_recovery {
             let ev = event(true);
-            self.cc.on_ack_in_recovery(&ev);
+            if !self.rate_based {
+                self.cc.on_ack_in_recovery(&ev);
+            }
             let full = self.recover.is_some_and(|r| ack >= r);
             match self.cfg.recovery {
                 // Tahoe never enters recovery; Reno leaves on any new ACK.
@@ -607,8 +693,9 @@ impl TcpSender {
             } else {
                 flight_before + self.mss >= cwnd
             };
-            let ev = event(cwnd_limited);
-            self.cc.on_ack(&ev);
+            if !self.rate_based {
+                self.cc.on_ack(&event(cwnd_limited));
+            }
         }
 
         if self.snd_una == self.snd_max {
@@ -626,6 +713,10 @@ impl TcpSender {
 
     /// Timer expiry (the simulator calls this at or after `poll_at`).
     pub fn on_timer(&mut self, now: Time, out: &mut Outbox) {
+        if self.pacing_deadline.is_some_and(|d| now >= d) {
+            self.pacing_deadline = None;
+            self.send_available(now, out);
+        }
         if self.persist_deadline.is_some_and(|d| now >= d) {
             self.probe(now, out);
         }
@@ -634,7 +725,7 @@ impl TcpSender {
             self.account_cwnd(now);
             let was_in_recovery = self.in_recovery;
             self.rack_detect_and_recover(now, out);
-            if self.cfg.prr && self.in_recovery && !was_in_recovery {
+            if self.prr_on() && self.in_recovery && !was_in_recovery {
                 // a recovery the timer started: PRR as for one segment
                 // delivered (Linux's tcp_rack_reo_timeout does the same)
                 let pipe = self.pipe();
@@ -813,7 +904,7 @@ impl TcpSender {
                 self.inflation = 0;
                 self.high_rxt = self.snd_una;
                 self.snd_nxt = self.snd_max;
-                if self.cfg.prr {
+                if self.prr_on() {
                     self.prr = Prr::start(self.snd_max - self.snd_una);
                 }
             }
@@ -953,9 +1044,10 @@ impl TcpSender {
     // ---- RACK-TLP (RFC 8985; see rack.rs) ------------------------------------
 
     /// Segments starting in [from, to) were delivered (cumulatively ACKed,
-    /// or newly SACKed): RACK learns the latest of them. With `skip_sacked`
-    /// (a cumulative ACK), segments SACKed before were counted then.
-    fn rack_delivered(&mut self, now: Time, from: u64, to: u64, skip_sacked: bool) {
+    /// or newly SACKed): RACK learns the latest of them, and the delivery
+    /// rate counts them. With `skip_sacked` (a cumulative ACK), segments
+    /// SACKed before were counted then.
+    fn segments_delivered(&mut self, now: Time, from: u64, to: u64, skip_sacked: bool) {
         let min_rtt = self.rtt.min_rtt;
         let sent = self.sent.as_slice();
         let first = sent.partition_point(|s| s.seq < from);
@@ -963,8 +1055,17 @@ impl TcpSender {
             if skip_sacked && self.sacked.is_sacked(seg.seq) {
                 continue;
             }
-            self.rack
-                .on_delivered(now, seg.xmit_ts, seg.seq + seg.len, seg.retransmitted, min_rtt);
+            if self.cfg.rack {
+                self.rack
+                    .on_delivered(now, seg.xmit_ts, seg.seq + seg.len, seg.retransmitted, min_rtt);
+            }
+            if self.rate_based {
+                self.rate
+                    .on_delivered(now, seg.len, seg.xmit_ts, &seg.rate, &mut self.sample);
+                if !seg.retransmitted && self.ack_newest_sent.is_none_or(|t| seg.xmit_ts > t) {
+                    self.ack_newest_sent = Some(seg.xmit_ts);
+                }
+            }
         }
     }
 
@@ -997,6 +1098,7 @@ impl TcpSender {
                     seg.lost = true;
                     seg.rexmit_in_flight = false; // (a lost retransmission)
                     any_lost = true;
+                    self.ack_lost += seg.len;
                 }
                 Some(left) => timeout = Some(timeout.map_or(left, |t: Time| t.max(left))),
             }
@@ -1154,6 +1256,14 @@ impl TcpSender {
     /// the peer's window now holds data back with nothing in flight).
     fn send_available(&mut self, now: Time, out: &mut Outbox) {
         self.send_within_windows(now, out);
+        if self.rate_based && self.unsent() < self.mss && self.started {
+            // Linux's tcp_rate_check_app_limited: the application, not the
+            // windows, leaves the network underused
+            let in_flight = self.in_flight();
+            if in_flight < self.cwnd() && self.first_lost().is_none() {
+                self.rate.set_app_limited(in_flight);
+            }
+        }
         self.update_persist(now);
         if self.cfg.tlp {
             self.schedule_loss_probe(now);
@@ -1166,9 +1276,9 @@ impl TcpSender {
         }
         if self.in_recovery && self.cfg.recovery == Recovery::Sack {
             // RFC 6675: while cwnd ≥ pipe + MSS, with PRR's window for cwnd
-            let cwnd = if self.cfg.prr { self.prr.cwnd } else { self.cwnd() };
+            let cwnd = if self.prr_on() { self.prr.cwnd } else { self.cwnd() };
             let mut pipe = self.pipe();
-            while cwnd >= pipe + self.mss {
+            while cwnd >= pipe + self.mss && !self.pacing_holds(now) {
                 let Some((seq, rescue)) = self.next_segment() else {
                     break;
                 };
@@ -1191,6 +1301,9 @@ impl TcpSender {
         // Window-based sending (Reno/NewReno, and SACK outside recovery).
         let extra = self.limited_transmit_extra();
         loop {
+            if self.pacing_holds(now) {
+                break;
+            }
             if self.cfg.rack {
                 // A go-back-N resend that RACK found lost goes again first
                 // (Linux retransmits lost-marked segments in its timeout
@@ -1264,6 +1377,7 @@ impl TcpSender {
     /// Send `len` new bytes (what `new_segment_len` allowed).
     fn send_new(&mut self, now: Time, len: u64, out: &mut Outbox) -> u64 {
         let seq = self.snd_max;
+        let rate = self.rate.on_send(now, self.snd_una == self.snd_max);
         self.sent.push(Sent {
             seq,
             len,
@@ -1271,6 +1385,7 @@ impl TcpSender {
             retransmitted: false,
             lost: false,
             rexmit_in_flight: false,
+            rate,
         });
         if self.timed.is_none() {
             self.timed = Some((seq + len, now));
@@ -1291,8 +1406,9 @@ impl TcpSender {
     }
 
     fn retransmit(&mut self, now: Time, seq: u64, out: &mut Outbox) -> u64 {
+        let rate = self.rate.on_send(now, false);
         let seg = self.segment_mut(seq);
-        (seg.xmit_ts, seg.retransmitted, seg.rexmit_in_flight) = (now, true, true);
+        (seg.xmit_ts, seg.retransmitted, seg.rexmit_in_flight, seg.rate) = (now, true, true, rate);
         let len = seg.len;
         if self.timed.is_some_and(|(end, _)| seq < end) {
             self.timed = None; // Karn: an ambiguous sample would follow
@@ -1303,10 +1419,36 @@ impl TcpSender {
         len
     }
 
+    /// Pacing holds the next segment back: the pacing timer will send it.
+    fn pacing_holds(&mut self, now: Time) -> bool {
+        if self.pacing_next > now && self.cc.pacing_rate().is_some() {
+            self.pacing_deadline = Some(self.pacing_next);
+            return true;
+        }
+        false
+    }
+
+    /// The next segment may leave `len` / rate after this one (Linux's
+    /// tcp_update_skb_after_send: not for the first 10 segments, and a
+    /// segment sent late takes up to half its own interval of credit).
+    fn pace(&mut self, now: Time, len: u64) {
+        let Some(rate) = self.cc.pacing_rate().filter(|r| *r > 0.0) else {
+            return;
+        };
+        if self.stats.packets_sent < 10 {
+            return;
+        }
+        let interval = (len as f64 * 1e9 / rate) as Time;
+        let start = self.pacing_next.max(now);
+        let credit = start - self.pacing_next;
+        self.pacing_next = start + interval - credit.min(interval / 2);
+    }
+
     fn emit(&mut self, now: Time, seq: u64, len: u64, out: &mut Outbox) {
-        if self.cfg.prr && self.in_recovery {
+        if self.prr_on() && self.in_recovery {
             self.prr.on_send(len);
         }
+        self.pace(now, len);
         self.stats.packets_sent += 1;
         self.stats.bytes_sent += len;
         if self.rto_deadline.is_none() {
