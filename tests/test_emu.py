@@ -127,6 +127,41 @@ def test_linux_tcp_over_a_lossy_path_against_sim(cc, loss, tmp_path):
     assert row["goodput_rel_diff"] == pytest.approx((sim - emu) / emu)
 
 
+def test_kernel_state_over_the_measurement_window():
+    """TCP_INFO read every 0.1 s: over a 50 Mb/s link with 1 % loss on the
+    data direction, the kernel's retransmissions in the window are about the
+    network's loss (binomial bounds on the segments it sent, spurious ones
+    allowed on top), its smoothed RTT is at least the 20 ms round trip, the
+    data it put on the wire is at least the goodput and at most what the
+    link carries, and BBR's pacing and delivery rates are near the link's
+    rate (BBR paces at its estimate of the bottleneck, ±25 % over gain phases)."""
+    s = one_link("50Mbps", "10ms", queue="100p", loss=0.01, duration="8s", measure_start="2s")
+    s.add_flow("t", "a", "b", cc="bbr")
+    f = nb.simulate(s, backend="emu")["flows"][0]
+    segments = f["throughput_bps"] / 8 * 6 / 1500  # segments sent in the 6 s window
+    lo, _ = stats.binom.interval(0.999, int(segments), 0.01)
+    assert lo <= f["retransmits"] <= 3 * 0.01 * segments, (f["retransmits"], segments)
+    assert 0.020 <= f["rtt_mean_s"] < 0.100 and 0.020 <= f["srtt_s"] < 0.100
+    assert f["goodput_bps"] <= f["throughput_bps"] <= 50e6 * 1.02
+    assert 10 * 1448 <= f["cwnd_mean_bytes"]
+    assert 0.75 * 50e6 * 1448 / 1500 <= f["pacing_rate_bps"] <= 1.25 * 50e6
+    assert 0.5 * 50e6 * 1448 / 1500 <= f["delivery_rate_bps"] <= 1.02 * 50e6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cell", ["cubic:20:0.001:1", "bbr:20:0.01:1", "reno:5:0:0.5"])
+def test_fidelity_cell_within_twenty_percent(cell, tmp_path):
+    """Three cells of bench/fidelity.py's grid (opt-in: -m slow): the
+    simulator's Linux profile within ±20 % of this kernel's mean goodput
+    over 3 replications of 20 s (issue 16's bound for every cell)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    import fidelity
+
+    rows = fidelity.run([cell], reps=3, duration_s=20.0, out=tmp_path / "f.csv", emu=True)
+    (entry,) = fidelity.summarize(rows, [cell])
+    assert abs(entry["gap"]) <= 0.20, entry
+
+
 def test_unknown_congestion_control_lists_what_the_kernel_has():
     out = subprocess.run(["netbraid", "run", "examples/linux_tcp_loss.toml", "--backend", "emu",
                           "--set", "flows.bulk.cc=vegas"], capture_output=True, text=True)

@@ -41,7 +41,8 @@ def compare(s: Scenario, *, seed: int | None = None, linux_defaults: bool = True
     for ef in emu["flows"]:
         sf = sim_flows.get(ef["name"], {})
         row = {"flow": ef["name"], "kind": ef["kind"], "subflow": None}
-        for m in ("goodput_bps", "loss_rate", "retransmits", "rtt_mean_s"):
+        for m in ("goodput_bps", "throughput_bps", "loss_rate", "retransmits", "rtt_mean_s", "cwnd_mean_bytes",
+                  "pacing_rate_bps"):
             row[f"sim_{m}"], row[f"emu_{m}"] = sf.get(m), ef.get(m)
         row["goodput_rel_diff"] = relative_difference(sf.get("goodput_bps"), ef.get("goodput_bps"))
         rows.append(row)

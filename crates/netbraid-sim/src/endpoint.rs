@@ -85,6 +85,8 @@ pub struct SenderState {
     pub srtt: Option<Time>,
     pub rto: Time,
     pub min_rtt: Option<Time>,
+    /// The pacing rate (payload bits per second), if the sender paces.
+    pub pacing_rate_bps: Option<f64>,
 }
 
 /// Counters and state of an endpoint, or of one of its paths.

@@ -181,7 +181,7 @@ def _drive(resolved, specs, topo, workdir, flows):
             fl.start_client(whole_seconds(stop - start))
         for _, _, fl in starts:
             if fl.client is not None and fl.client.poll() is None:
-                fl.sample_subflows()
+                fl.sample_kernel()
         if now > end + 60_000_000_000:
             break
         time.sleep(0.1 if not pending else max(0.0, min(0.1, (pending[0][0] - time.time_ns()) / 1e9)))

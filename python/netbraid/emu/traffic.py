@@ -2,9 +2,14 @@
 
 - TCP and MPTCP bulk transfers: iperf3 (MPTCP under ``mptcpize run``), one
   server per flow; goodput from the receiver's 0.1 s intervals inside the
-  measurement window, retransmissions and RTT from the sender's TCP_INFO.
-- MPTCP subflows: the subflow sockets' ``bytes_acked`` read from the kernel
-  (``ss -ti``) every 0.1 s in the client's namespace.
+  measurement window.
+- What the kernel did: the sending sockets' TCP_INFO (``ss -ti``: bytes
+  sent, acknowledged and retransmitted, retransmissions, smoothed RTT,
+  cwnd, delivery and pacing rates) read every 0.1 s in the client's
+  namespace; per-flow retransmissions, RTT, cwnd, rates and the throughput
+  on the wire come from the readings inside the measurement window (the
+  same window as the simulator's), and MPTCP subflows' goodput from their
+  ``bytes_acked``.
 - UDP CBR and on-off: the project's generator (``udpgen``).
 """
 
@@ -24,7 +29,36 @@ from .netns import EmuError, in_ns, spawn
 
 IPERF_PORT = 5201
 SS_ADDR = re.compile(r"(\d+\.\d+\.\d+\.\d+)(?:%\S+)?:(\d+)")
-SS_ACKED = re.compile(r"\bbytes_acked:(\d+)")
+#: TCP_INFO fields as ``ss -tinO`` prints them (counters and gauges)
+SS_FIELDS = {
+    "bytes_acked": re.compile(r"\bbytes_acked:(\d+)"),
+    "bytes_sent": re.compile(r"\bbytes_sent:(\d+)"),
+    "bytes_retrans": re.compile(r"\bbytes_retrans:(\d+)"),
+    "retrans_total": re.compile(r"\bretrans:\d+/(\d+)"),
+    "cwnd": re.compile(r"\bcwnd:(\d+)"),
+    "mss": re.compile(r"\bmss:(\d+)"),
+    "srtt_ms": re.compile(r"\brtt:([\d.]+)/"),
+    "minrtt_ms": re.compile(r"\bminrtt:([\d.]+)"),
+}
+SS_RATES = {
+    "pacing_rate_bps": re.compile(r"\bpacing_rate ([\d.]+)([KMG]?)bps"),
+    "delivery_rate_bps": re.compile(r"\bdelivery_rate ([\d.]+)([KMG]?)bps"),
+}
+UNIT = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9}
+
+
+def parse_ss_line(line: str) -> dict[str, float]:
+    """The TCP_INFO fields of one ``ss -tinO`` line (those present)."""
+    out: dict[str, float] = {}
+    for k, rx in SS_FIELDS.items():
+        m = rx.search(line)
+        if m:
+            out[k] = float(m.group(1))
+    for k, rx in SS_RATES.items():
+        m = rx.search(line)
+        if m:
+            out[k] = float(m.group(1)) * UNIT[m.group(2)]
+    return out
 #: "token:<local>(id:n)/<remote>(id:m)": the remote token names the connection
 SS_TOKEN = re.compile(r"\btoken:[0-9a-f]+\(id:\d+\)/([0-9a-f]+)")
 
@@ -44,8 +78,8 @@ class IperfFlow:
         self.client: subprocess.Popen | None = None
         self.started_at_ns: int | None = None
         self.out_path = workdir / f"iperf-{index}.json"
-        #: (time, {connection token: {(local addr, local port, remote addr): bytes_acked}})
-        self.samples: list[tuple[int, dict[str, dict[tuple[str, str, str], int]]]] = []
+        #: (time, {connection token ("" for TCP): {(local addr, local port, remote addr): TCP_INFO fields}})
+        self.samples: list[tuple[int, dict[str, dict[tuple[str, str, str], dict[str, float]]]]] = []
 
     def _wrap(self, cmd: list[str]) -> list[str]:
         return ["mptcpize", "run", *cmd] if self.mptcp else cmd
@@ -75,22 +109,23 @@ class IperfFlow:
         self.started_at_ns = time.time_ns()
         self.client = spawn(ns, self.client_command(seconds), stdout=open(self.out_path, "w"), stderr=subprocess.PIPE)
 
-    # MPTCP subflows ------------------------------------------------------------
-    def sample_subflows(self) -> None:
-        """One reading of every subflow's bytes_acked (client side)."""
-        if not self.mptcp or self.client is None:
+    # the kernel's view --------------------------------------------------------
+    def sample_kernel(self) -> None:
+        """One reading of the sending sockets' TCP_INFO (client side): the
+        data connection's (and MPTCP's subflows'), and iperf3's control one."""
+        if self.client is None:
             return
         ns = self.topo.ns[self.spec["src"]]
         r = subprocess.run(in_ns(ns, ["ss", "-tinHO", "state", "established", "dport", "=", f":{self.port}"]),
                            capture_output=True, text=True)
-        by_token: dict[str, dict[tuple[str, str, str], int]] = {}
+        by_token: dict[str, dict[tuple[str, str, str], dict[str, float]]] = {}
         for line in r.stdout.splitlines():
             addrs = SS_ADDR.findall(line)
-            acked, token = SS_ACKED.search(line), SS_TOKEN.search(line)
-            if len(addrs) < 2 or acked is None:
+            info, token = parse_ss_line(line), SS_TOKEN.search(line)
+            if len(addrs) < 2 or "bytes_acked" not in info and "bytes_sent" not in info:
                 continue
-            key = (addrs[0][0], addrs[0][1], addrs[1][0])  # a subflow: local address and port, remote address
-            by_token.setdefault(token.group(1) if token else "?", {})[key] = int(acked.group(1))
+            key = (addrs[0][0], addrs[0][1], addrs[1][0])  # a socket: local address and port, remote address
+            by_token.setdefault(token.group(1) if token else "", {})[key] = info
         if by_token:
             self.samples.append((time.time_ns(), by_token))
 
@@ -140,18 +175,69 @@ class IperfFlow:
         }
         if self.mptcp:
             row["subflows"] = self.subflow_results(window)
+        else:
+            row.update(self.kernel_results(window, row))
         return row
 
-    def subflow_results(self, window: tuple[int, int]) -> list[dict[str, Any]]:
-        if not self.samples:
-            return []
-        # iperf3 has a control and a data connection: the data one carries the bytes
-        totals: dict[str, int] = {}
+    def _data_connection(self) -> list[tuple[int, dict[tuple[str, str, str], dict[str, float]]]]:
+        """The readings of the data connection's sockets: iperf3 also has a
+        control connection; the data one acknowledged the most."""
+        totals: dict[str, float] = {}
         for _, by_token in self.samples:
             for token, d in by_token.items():
-                totals[token] = max(totals.get(token, 0), sum(d.values()))
+                totals[token] = max(totals.get(token, 0), sum(x.get("bytes_acked", 0) for x in d.values()))
+        if not totals:
+            return []
         data = max(totals, key=totals.get)
         samples = [(t, bt[data]) for t, bt in self.samples if data in bt]
+        if self.mptcp:
+            return samples
+        # a TCP flow: iperf3's control socket shares no token; keep the busiest socket
+        last = samples[-1][1]
+        key = max(last, key=lambda k: last[k].get("bytes_acked", 0))
+        return [(t, {key: d[key]}) for t, d in samples if key in d]
+
+    def kernel_results(self, window: tuple[int, int], row: dict[str, Any]) -> dict[str, Any]:
+        """Per-flow metrics from TCP_INFO over the measurement window: what
+        the kernel retransmitted, its mean smoothed RTT, cwnd, delivery and
+        pacing rates, and the data it put on the wire. None where no reading
+        fell inside the window (a run too short for 0.1 s sampling)."""
+        samples = [(t, next(iter(d.values()))) for t, d in self._data_connection()]
+        inside = [(t, x) for t, x in samples if window[0] <= t <= window[1]]
+        if len(inside) < 2:
+            return {}
+        (t0, a), (t1, b) = inside[0], inside[-1]
+        dt = (t1 - t0) / 1e9
+        mss = b.get("mss") or self.spec["tcp"]["mss"]
+        header = self.spec["tcp"].get("header_bytes", 52)
+
+        def mean(k: str) -> float | None:
+            vals = [x[k] for _, x in inside if k in x]
+            return sum(vals) / len(vals) if vals else None
+
+        def delta(k: str) -> float | None:
+            return b[k] - a[k] if k in a and k in b else None
+
+        sent = delta("bytes_sent")
+        retrans = delta("retrans_total")
+        out = {
+            "retransmits": int(retrans) if retrans is not None else row["retransmits"],
+            # data segments the sender put on the wire (lost ones included), headers counted per segment
+            "throughput_bps": sent * (1 + header / mss) * 8 / dt if sent is not None and dt > 0 else None,
+            "rtt_mean_s": mean("srtt_ms") / 1e3 if mean("srtt_ms") is not None else row["rtt_mean_s"],
+            "srtt_s": b["srtt_ms"] / 1e3 if "srtt_ms" in b else None,
+            "cwnd_mean_bytes": mean("cwnd") * mss if mean("cwnd") is not None else None,
+            "delivery_rate_bps": mean("delivery_rate_bps"),
+            "pacing_rate_bps": mean("pacing_rate_bps"),
+        }
+        if retrans is not None and sent:
+            out["loss_rate"] = retrans / (sent / mss)
+        return out
+
+    def subflow_results(self, window: tuple[int, int]) -> list[dict[str, Any]]:
+        samples = [(t, {k: int(x.get("bytes_acked", 0)) for k, x in d.items()}) for t, d in self._data_connection()]
+        if not samples:
+            return []
         keys = sorted({k for _, d in samples for k in d})
         inside = [(t, d) for t, d in samples if window[0] <= t <= window[1]] or samples
         (t0, d0), (t1, d1) = inside[0], inside[-1]

@@ -66,6 +66,8 @@ pub struct FlowResult {
     pub cwnd_mean_bytes: Option<f64>,
     pub cwnd_bytes: Option<u64>,
     pub ssthresh_bytes: Option<u64>,
+    /// The pacing rate at the end (payload bits per second), if the sender paces.
+    pub pacing_rate_bps: Option<f64>,
     pub congestion_control: Option<&'static str>,
     /// For a finite transfer: when the last byte was acknowledged.
     pub completion_time_s: Option<f64>,
@@ -294,6 +296,7 @@ impl Simulation {
                 cwnd_mean_bytes: r.cwnd_mean_bytes,
                 cwnd_bytes: now_state.map(|s| s.cwnd),
                 ssthresh_bytes: now_state.and_then(|s| s.ssthresh),
+                pacing_rate_bps: now_state.and_then(|s| s.pacing_rate_bps),
                 congestion_control: report.congestion_control,
                 completion_time_s: report.completed_at.map(as_secs_f64),
                 congestion_events: (!log.is_empty()).then_some(log),

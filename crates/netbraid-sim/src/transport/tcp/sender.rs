@@ -311,6 +311,7 @@ impl TcpSender {
             srtt: self.srtt(),
             rto: self.rto(),
             min_rtt: self.min_rtt(),
+            pacing_rate_bps: self.pacing_rate().map(|r| r * 8.0),
         }
     }
     /// What a coupled multipath controller sees of this subflow.
