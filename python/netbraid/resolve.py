@@ -39,6 +39,7 @@ TCP_DEFAULTS: dict[str, Any] = {
     "delack_timeout": 200 * MS,
     "delack_count": 2,
     "abc_limit": 1,
+    "byte_counting": False,
     "dupthresh": 3,
     "limited_transmit": True,
     "max_sack_blocks": 4,
@@ -65,6 +66,11 @@ LINUX_TCP: dict[str, Any] = {
     "header_bytes": 52,
     "recovery": "sack",
     "delack_timeout": "40ms",
+    # slow start adds what each ACK covers (two segments with delayed ACKs:
+    # RFC 3465's L = 2; Linux sets no limit) and congestion avoidance counts
+    # ACKed segments (tcp_cong_avoid_ai), not ACKs
+    "abc_limit": 2,
+    "byte_counting": True,
     "rack": True,
     "tlp": True,
     "prr": True,

@@ -296,6 +296,9 @@ class TcpOptions(Strict):
     delack_timeout: Optional[Time] = None
     delack_count: Optional[Count] = None
     abc_limit: Optional[Count] = None
+    #: Congestion avoidance grows one MSS per cwnd of bytes ACKed (RFC 3465,
+    #: as Linux counts ACKed segments) instead of MSS²/cwnd per ACK (RFC 5681).
+    byte_counting: Optional[Flag] = None
     dupthresh: Optional[Count] = None
     limited_transmit: Optional[Flag] = None
     max_sack_blocks: Optional[Annotated[int, Field(ge=1, le=4, strict=True)]] = None

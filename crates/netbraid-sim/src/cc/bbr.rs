@@ -548,6 +548,7 @@ mod tests {
             initial_window: 10_000,
             initial_ssthresh: u64::MAX,
             abc_limit: 1,
+            byte_counting: false,
             seed: 1,
         };
         let given = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();

@@ -95,6 +95,7 @@ pub(super) mod testing {
             initial_window: 10 * MSS,
             initial_ssthresh: u64::MAX,
             abc_limit: 1,
+            byte_counting: false,
             seed: 0,
         }
     }

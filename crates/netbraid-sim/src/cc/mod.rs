@@ -182,6 +182,8 @@ pub struct CcConfig {
     /// Appropriate Byte Counting limit L in slow start (RFC 3465): growth per
     /// ACK is at most L·MSS. L = 1 is RFC 5681's rule.
     pub abc_limit: u64,
+    /// Congestion avoidance counts bytes acknowledged, not ACKs (RFC 3465).
+    pub byte_counting: bool,
     /// Seed for a controller that draws random numbers (BBR's first gain
     /// phase), derived from the run's seed and the flow's name.
     pub seed: u64,
@@ -359,6 +361,7 @@ mod tests {
             initial_window: 3000,
             initial_ssthresh: u64::MAX,
             abc_limit: 1,
+            byte_counting: false,
             seed: 0,
         }
     }

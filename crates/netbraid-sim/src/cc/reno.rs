@@ -1,7 +1,8 @@
 //! Reno / NewReno window growth (RFC 5681): slow start below ssthresh,
 //! one MSS per RTT in congestion avoidance (MSS²/cwnd per ACK, so a delayed-ACK
-//! receiver halves the growth rate, as Mathis' C = 0.87 assumes), halving on
-//! loss.
+//! receiver halves the growth rate, as Mathis' C = 0.87 assumes; with
+//! `byte_counting`, MSS per cwnd of bytes ACKed, as RFC 3465 and Linux),
+//! halving on loss.
 
 use super::{half_flight, slow_start_increase, AckEvent, CcConfig, CongestionControl, ControllerInfo};
 use crate::engine::Time;
@@ -44,7 +45,13 @@ impl CongestionControl for Reno {
         if self.cwnd < self.ssthresh {
             self.cwnd += slow_start_increase(&self.cfg, ack.newly_acked);
         } else {
-            self.ca_credit += self.cfg.mss * self.cfg.mss;
+            // one MSS per cwnd: per ACK (RFC 5681), or per cwnd of bytes ACKed (RFC 3465)
+            self.ca_credit += self.cfg.mss
+                * if self.cfg.byte_counting {
+                    ack.newly_acked
+                } else {
+                    self.cfg.mss
+                };
             let grow = self.ca_credit / self.cwnd;
             self.ca_credit %= self.cwnd;
             self.cwnd += grow;
@@ -89,6 +96,7 @@ mod tests {
             initial_window: 2 * MSS,
             initial_ssthresh: u64::MAX,
             abc_limit: 1,
+            byte_counting: false,
             seed: 0,
         })
     }

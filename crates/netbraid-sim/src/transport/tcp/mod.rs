@@ -110,6 +110,11 @@ pub struct TcpConfig {
     pub delack_count: u32,
     /// RFC 3465 L: slow-start growth per ACK at most L·MSS (1 = RFC 5681).
     pub abc_limit: u32,
+    /// Congestion avoidance counts bytes acknowledged (RFC 3465: one MSS
+    /// per cwnd of bytes ACKed, as Linux counts ACKed segments) instead of
+    /// RFC 5681's MSS²/cwnd per ACK (half the growth with delayed ACKs).
+    #[serde(default)]
+    pub byte_counting: bool,
     pub dupthresh: u32,
     pub limited_transmit: bool,
     /// Most SACK blocks the receiver puts in one ACK (3 with timestamps, 4 without).
@@ -166,6 +171,7 @@ impl Default for TcpConfig {
             delack_timeout: 200 * MILLISECOND,
             delack_count: 2,
             abc_limit: 1,
+            byte_counting: false,
             dupthresh: 3,
             limited_transmit: true,
             max_sack_blocks: 4,
@@ -189,6 +195,7 @@ impl TcpConfig {
             initial_window: self.initial_window as u64 * mss,
             initial_ssthresh: self.initial_ssthresh.unwrap_or(u64::MAX),
             abc_limit: self.abc_limit as u64,
+            byte_counting: self.byte_counting,
             seed: 0,
         }
     }

@@ -1,0 +1,78 @@
+"""What the Linux TCP profile costs per packet-hop, against RFC mode, on the
+dumbbell benchmark (issue 16: at most 30 % more).
+
+Method: the anchor's dumbbell (bench/dumbbell.py, N=10 at 10 Mb/s, 180 s
+simulated) in two TCP settings, run by the same release binary in child
+processes, alternating (rfc, linux, rfc, linux, ...) `--reps` times:
+
+- rfc: the anchor's NewReno + SACK (RFC 6675), 200 ms delayed ACKs, 1 s
+  minimum RTO, initial window 3;
+- linux: `profile = "linux"` with the anchor's buffers and MSS: CUBIC with
+  HyStart, RACK-TLP, PRR, 40 ms delayed ACKs, 200 ms minimum RTO, initial
+  window 10; and `--cc bbr` for BBR with pacing instead of CUBIC.
+
+The two do different work per simulated second (other windows, other
+losses), so the comparison is per packet-hop: median wall time / packet-hops.
+
+    cargo build --release -p netbraid-sim
+    python bench/linux_profile_cost.py [--reps 5] [--case 10|100] [--cc bbr]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import netbraid as nb  # noqa: E402
+from dumbbell import anchor_scenario, run_netbraid  # noqa: E402
+
+
+def linux_variant(n: int, cc: str | None) -> nb.Scenario:
+    s = anchor_scenario(n)
+    s.tcp = nb.TcpOptions(profile="linux", window="128KB", mss=1448, header_bytes=52, **({"cc": cc} if cc else {}))
+    return s
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--case", type=int, choices=[10, 100], default=10)
+    ap.add_argument("--cc", default=None, help="the linux side's controller (default: the profile's cubic)")
+    ap.add_argument("--binary", type=Path, default=ROOT / "target" / "release" / "netbraid-sim")
+    a = ap.parse_args()
+    if not a.binary.exists():
+        ap.error(f"{a.binary} is missing: cargo build --release -p netbraid-sim")
+    files = {}
+    for label, s in (("rfc", anchor_scenario(a.case)), ("linux", linux_variant(a.case, a.cc))):
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(nb.resolve(s), f)
+        files[label] = f.name
+    runs: dict[str, list[dict]] = {k: [] for k in files}
+    for rep in range(a.reps):
+        for label, path in files.items():
+            runs[label].append(run_netbraid(a.binary, path))
+        print(f"  repetition {rep + 1}/{a.reps}: " + ", ".join(f"{k} {v[-1]['wall_s']:.3f} s" for k, v in runs.items()),
+              flush=True)
+    per_hop = {}
+    for label, rs in runs.items():
+        wall = statistics.median(r["wall_s"] for r in rs)
+        hops = rs[-1]["packet_hops"]
+        per_hop[label] = wall / hops
+        print(f"{label:5}: median wall {wall:.3f} s, {hops:,} packet-hops, {hops / wall / 1e6:.2f} M hops/s, "
+              f"{per_hop[label] * 1e9:.1f} ns per hop, goodput {rs[-1]['agg_goodput_bps'] / 1e6:.2f} Mb/s")
+    print(f"linux / rfc per packet-hop: {per_hop['linux'] / per_hop['rfc']:.3f} (target ≤ 1.30)")
+    for f in files.values():
+        Path(f).unlink()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
