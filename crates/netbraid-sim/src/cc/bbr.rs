@@ -33,6 +33,8 @@ const HIGH_GAIN: f64 = 2.885;
 const CYCLE: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
 /// Linux's floor on the window: two ACK-every-other-segment pairs.
 const MIN_CWND_SEGMENTS: u64 = 4;
+/// Linux's TCP_INIT_CWND, which BBR uses whatever the initial window.
+const INIT_CWND_SEGMENTS: u64 = 10;
 /// Linux paces 1 % below the estimate (`bbr_pacing_margin_percent`).
 const PACING_MARGIN: f64 = 0.99;
 
@@ -166,7 +168,7 @@ pub struct Bbr {
     prev_state: LossState,
     /// ACK aggregation: data ACKed in this epoch, its start, and the
     /// largest excess over the estimate in each of two 5-round windows.
-    ack_epoch_start: Time,
+    ack_epoch_start: Option<Time>,
     ack_epoch_acked: u64,
     extra_acked: [u64; 2],
     extra_acked_rounds: u32,
@@ -206,7 +208,7 @@ impl Bbr {
             prior_cwnd: 0,
             packet_conservation: false,
             prev_state: LossState::Open,
-            ack_epoch_start: 0,
+            ack_epoch_start: None,
             ack_epoch_acked: 0,
             extra_acked: [0, 0],
             extra_acked_rounds: 0,
@@ -238,7 +240,7 @@ impl Bbr {
     /// (Linux's packets); the initial window while there is no RTT sample.
     fn bdp(&self, bw: f64, gain: f64) -> u64 {
         let Some(min_rtt) = self.min_rtt else {
-            return self.cfg.initial_window;
+            return INIT_CWND_SEGMENTS * self.mss();
         };
         let bytes = bw * min_rtt as f64 / SECOND as f64 * gain;
         (bytes / self.mss() as f64).ceil() as u64 * self.mss()
@@ -320,11 +322,12 @@ impl Bbr {
                 self.extra_acked[self.extra_acked_index] = 0;
             }
         }
-        let epoch = ev.now.saturating_sub(self.ack_epoch_start);
+        let start = *self.ack_epoch_start.get_or_insert(ev.now); // (Linux: the connection's start)
+        let epoch = ev.now.saturating_sub(start);
         let mut expected = (self.max_bw() * epoch as f64 / SECOND as f64) as u64;
         if self.ack_epoch_acked <= expected || self.ack_epoch_acked + ev.acked_sacked >= (1 << 20) * self.mss() {
             self.ack_epoch_acked = 0;
-            self.ack_epoch_start = ev.now;
+            self.ack_epoch_start = Some(ev.now);
             expected = 0;
         }
         self.ack_epoch_acked += ev.acked_sacked;
@@ -341,6 +344,18 @@ impl Bbr {
         self.extra_acked[0].max(self.extra_acked[1]).min(cap)
     }
 
+    /// What will be in the network when the next paced segment leaves
+    /// (Linux's bbr_packets_in_net_at_edt): the flight, plus the TSO burst
+    /// about to go when probing up, less what drains at the estimate meanwhile.
+    fn in_net_at_edt(&self, in_flight: u64, pacing_wait: Time) -> u64 {
+        let mut at_edt = in_flight;
+        if self.pacing_gain > 1.0 {
+            at_edt += self.tso_segments() * self.mss();
+        }
+        let drained = (self.max_bw() * pacing_wait as f64 / SECOND as f64) as u64;
+        at_edt.saturating_sub(drained)
+    }
+
     fn update_cycle_phase(&mut self, ev: &RateEvent) {
         if self.mode != Mode::ProbeBw {
             return;
@@ -349,12 +364,13 @@ impl Bbr {
             .min_rtt
             .is_some_and(|m| ev.now.saturating_sub(self.cycle_stamp) > m);
         let gain = CYCLE[self.cycle_index];
+        let in_net = || self.in_net_at_edt(ev.prior_in_flight, ev.pacing_wait);
         let next = if gain == 1.0 {
             full_length
         } else if gain > 1.0 {
-            full_length && (ev.losses > 0 || ev.prior_in_flight >= self.inflight(self.max_bw(), gain))
+            full_length && (ev.losses > 0 || in_net() >= self.inflight(self.max_bw(), gain))
         } else {
-            full_length || ev.prior_in_flight <= self.inflight(self.max_bw(), 1.0)
+            full_length || in_net() <= self.inflight(self.max_bw(), 1.0)
         };
         if next {
             self.cycle_index = (self.cycle_index + 1) % CYCLE.len();
@@ -380,13 +396,16 @@ impl Bbr {
             self.mode = Mode::Drain;
             self.ssthresh = self.inflight(self.max_bw(), 1.0);
         }
-        if self.mode == Mode::Drain && ev.in_flight <= self.inflight(self.max_bw(), 1.0) {
+        if self.mode == Mode::Drain
+            && self.in_net_at_edt(ev.in_flight, ev.pacing_wait) <= self.inflight(self.max_bw(), 1.0)
+        {
             self.enter_probe_bw(ev.now);
         }
     }
 
     fn update_min_rtt(&mut self, ev: &RateEvent) {
-        let expired = ev.now > self.min_rtt_stamp + self.min_rtt_window;
+        // (the window runs from the first sample: Linux stamps it when the connection starts)
+        let expired = self.min_rtt.is_some() && ev.now > self.min_rtt_stamp + self.min_rtt_window;
         if let Some(rtt) = ev.rtt {
             if self.min_rtt.is_none_or(|m| rtt <= m) || expired {
                 self.min_rtt = Some(rtt);
@@ -467,7 +486,7 @@ impl Bbr {
                 self.quantization_budget(self.bdp(self.max_bw(), self.cwnd_gain) + self.aggregation_allowance());
             if self.full_bw_reached {
                 cwnd = (cwnd + ev.acked_sacked).min(target);
-            } else if cwnd < target || ev.delivered < self.cfg.initial_window {
+            } else if cwnd < target || ev.delivered < INIT_CWND_SEGMENTS * mss {
                 cwnd += ev.acked_sacked;
             }
             cwnd = cwnd.max(MIN_CWND_SEGMENTS * mss);
@@ -570,6 +589,35 @@ mod tests {
         assert_eq!(f.get(), 3.0, "round 1 has left the window");
     }
 
+    /// The min-RTT window runs from the first sample: a flow whose first
+    /// ACK comes 12 s into the run starts in STARTUP (Linux stamps the
+    /// window at the connection's start), not in PROBE_RTT.
+    #[test]
+    fn a_late_first_sample_does_not_probe_rtt() {
+        let mut b = bbr();
+        let ev = RateEvent {
+            now: 12 * SECOND,
+            sample: RateSample::new(10_000, 40 * MILLISECOND, 0, false),
+            delivered: 10_000,
+            acked_sacked: 10_000,
+            in_flight: 0,
+            rtt: Some(40 * MILLISECOND),
+            srtt: Some(40 * MILLISECOND),
+            ..RateEvent::default()
+        };
+        b.on_rate_sample(&ev);
+        assert_eq!(b.mode, Mode::Startup);
+        assert!(b.cwnd >= 10_000, "{}", b.cwnd);
+    }
+
+    /// With no RTT sample, the BDP is Linux's TCP_INIT_CWND (10 segments),
+    /// whatever the configured initial window.
+    #[test]
+    fn no_rtt_bdp_is_ten_segments() {
+        let b = bbr_with(&[]);
+        assert_eq!(b.bdp(1e6, 1.0), 10 * 1000);
+    }
+
     #[test]
     fn probe_bw_never_starts_in_the_draining_phase() {
         let mut b = bbr();
@@ -612,6 +660,7 @@ mod tests {
                 rtt: Some(rtt),
                 srtt: Some(rtt),
                 state: LossState::Open,
+                pacing_wait: 0,
             };
             b.on_rate_sample(&ev);
         }

@@ -95,6 +95,8 @@ pub struct RateEvent {
     pub rtt: Option<Time>,
     pub srtt: Option<Time>,
     pub state: LossState,
+    /// How long until pacing lets the next segment go (0: now).
+    pub pacing_wait: Time,
 }
 
 /// A read-only view of one subflow, for coupled multipath controllers.

@@ -711,7 +711,7 @@ impl MptcpSender {
         self.subflows
             .iter()
             .filter(|s| s.join == Join::Active && s.stale_count == 0 && s.tcp.flight_size() > 0)
-            .filter_map(|s| s.tcp.poll_at().map(|t| t.saturating_sub(now)))
+            .filter_map(|s| s.tcp.loss_timers_at().map(|t| t.saturating_sub(now)))
             .fold(self.cfg.rto_min, Time::max)
     }
 

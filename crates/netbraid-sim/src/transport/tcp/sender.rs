@@ -171,6 +171,11 @@ pub struct TcpSender {
     sample: RateSample,
     ack_lost: u64,
     ack_newest_sent: Option<Time>,
+    /// Smallest per-ACK RTT (the rate samples' floor, as Linux's tcp_min_rtt).
+    min_ack_rtt: Option<Time>,
+    /// Without RACK: how far RFC 6675's IsLost reaches (bytes below it and
+    /// not SACKed are lost), so that losses can be told to the controller.
+    lost_mark: u64,
     /// Pacing (when the controller gives a rate): the earliest time the next
     /// segment may leave, and the timer that sends it.
     pacing_next: Time,
@@ -225,6 +230,8 @@ impl TcpSender {
             sample: RateSample::default(),
             ack_lost: 0,
             ack_newest_sent: None,
+            min_ack_rtt: None,
+            lost_mark: 0,
             pacing_next: 0,
             pacing_deadline: None,
             cc,
@@ -420,9 +427,13 @@ impl TcpSender {
     }
     /// When the sender next needs `on_timer`.
     pub fn poll_at(&self) -> Option<Time> {
+        earliest(self.loss_timers_at(), self.pacing_deadline)
+    }
+    /// The earliest of the retransmission, probe and persist timers (not
+    /// pacing's): what MPTCP's connection-level timer follows.
+    pub fn loss_timers_at(&self) -> Option<Time> {
         let rack_tlp = earliest(self.rack.deadline, self.tlp.deadline);
-        let timers = earliest(earliest(self.rto_deadline, self.persist_deadline), rack_tlp);
-        earliest(timers, self.pacing_deadline)
+        earliest(earliest(self.rto_deadline, self.persist_deadline), rack_tlp)
     }
     /// The pacing rate now (payload bytes per second), if the sender paces.
     pub fn pacing_rate(&self) -> Option<f64> {
@@ -562,8 +573,15 @@ impl TcpSender {
 
     /// Hand the ACK's delivery-rate sample to a rate-based controller.
     fn feed_rate_sample(&mut self, now: Time, delivered_before: u64, prior_in_flight: u64) {
+        let rtt = self.ack_newest_sent.map(|t| now - t);
+        if let Some(r) = rtt {
+            self.min_ack_rtt = Some(self.min_ack_rtt.map_or(r, |m| m.min(r)));
+        }
+        if !self.cfg.rack && self.cfg.recovery == Recovery::Sack {
+            self.ack_lost += self.newly_lost_rfc6675();
+        }
         let mut sample = self.sample;
-        self.rate.finish(&mut sample, self.rtt.min_rtt);
+        self.rate.finish(&mut sample, self.min_ack_rtt);
         let state = if self.in_recovery {
             LossState::Recovery
         } else if self.in_loss_recovery() {
@@ -580,13 +598,27 @@ impl TcpSender {
             losses: self.ack_lost,
             prior_in_flight,
             in_flight,
-            rtt: self.ack_newest_sent.map(|t| now - t),
+            rtt,
             srtt: self.rtt.srtt(),
             state,
+            pacing_wait: self.pacing_next.saturating_sub(now),
         });
         if self.cc.holds_flight_down() {
             self.rate.set_app_limited(in_flight);
         }
+    }
+
+    /// Without RACK, the bytes RFC 6675's IsLost newly covers (unSACKed,
+    /// below the point where enough SACKed data lies above): what Linux's
+    /// scoreboard would mark lost on this ACK.
+    fn newly_lost_rfc6675(&mut self) -> u64 {
+        let below = self.lost_below();
+        let from = self.lost_mark.max(self.snd_una);
+        if below <= from {
+            return 0;
+        }
+        self.lost_mark = below;
+        (below - from) - self.sacked.overlap(from, below)
     }
 
     /// Bytes in the network (Linux's packets in flight): sent, not
@@ -911,14 +943,21 @@ impl TcpSender {
             }
         }
         // The first segment to repair goes at once (RFC 6675's fast
-        // retransmit; with RACK, the first segment marked lost).
+        // retransmit; with RACK, the first segment marked lost) — except
+        // with a rate-based controller, which sets the window for it first
+        // (Linux: cong_control runs before tcp_xmit_recovery); the send
+        // pass after the ACK sends it, paced.
         let first = if self.cfg.rack {
             self.first_lost()
         } else {
             Some(self.snd_una)
         };
         if let Some(seq) = first {
-            let len = self.retransmit(now, seq, out);
+            let len = if self.rate_based && self.cfg.recovery == Recovery::Sack {
+                self.segment_len(seq)
+            } else {
+                self.retransmit(now, seq, out)
+            };
             self.rescue_rxt = seq + len;
         }
         self.record(now, "fast_retransmit", flight, cwnd_before);
@@ -960,21 +999,28 @@ impl TcpSender {
         if self.sacked.is_empty() && self.high_rxt <= self.snd_una {
             return self.snd_max - self.snd_una;
         }
-        let dupthresh = self.cfg.dupthresh as usize;
-        let ranges = self.sacked.ranges();
-        let mut lost_below = self.snd_una;
-        let mut bytes = 0;
-        for (k, &(s, e)) in ranges.iter().enumerate().rev() {
-            bytes += e - s;
-            if ranges.len() - k >= dupthresh || bytes > (dupthresh as u64 - 1) * self.mss {
-                lost_below = s.max(self.snd_una);
-                break;
-            }
-        }
+        let lost_below = self.lost_below();
         let unsacked = |a: u64, b: u64| if b <= a { 0 } else { (b - a) - self.sacked.overlap(a, b) };
         let pipe = unsacked(lost_below, self.snd_max) + unsacked(self.snd_una, self.high_rxt.min(self.snd_max));
         debug_assert_eq!(pipe, self.pipe_by_segment());
         pipe
+    }
+
+    /// RFC 6675 IsLost by ranges: an unSACKed byte is lost when enough
+    /// SACKed ranges lie above it, i.e. below the start of the range where,
+    /// counting from the top, the ranges first make DupThresh blocks or more
+    /// than (DupThresh − 1)·MSS bytes (snd_una if they never do).
+    fn lost_below(&self) -> u64 {
+        let dupthresh = self.cfg.dupthresh as usize;
+        let ranges = self.sacked.ranges();
+        let mut bytes = 0;
+        for (k, &(s, e)) in ranges.iter().enumerate().rev() {
+            bytes += e - s;
+            if ranges.len() - k >= dupthresh || bytes > (dupthresh as u64 - 1) * self.mss {
+                return s.max(self.snd_una);
+            }
+        }
+        self.snd_una
     }
 
     /// SetPipe as RFC 6675 words it, segment by segment (the reference
@@ -1279,10 +1325,13 @@ impl TcpSender {
             // RFC 6675: while cwnd ≥ pipe + MSS, with PRR's window for cwnd
             let cwnd = if self.prr_on() { self.prr.cwnd } else { self.cwnd() };
             let mut pipe = self.pipe();
-            while cwnd >= pipe + self.mss && !self.pacing_holds(now) {
+            while cwnd >= pipe + self.mss {
                 let Some((seq, rescue)) = self.next_segment() else {
                     break;
                 };
+                if self.pacing_holds(now) {
+                    break;
+                }
                 pipe += if seq >= self.snd_max {
                     let len = self.new_segment_len().expect("NextSeg chose new data");
                     self.send_new(now, len, out)
@@ -1301,17 +1350,16 @@ impl TcpSender {
         }
         // Window-based sending (Reno/NewReno, and SACK outside recovery).
         let extra = self.limited_transmit_extra();
+        // (pacing is checked only once a segment could go: no wake-up for a
+        // sender the windows or the application hold back)
         loop {
-            if self.pacing_holds(now) {
-                break;
-            }
             if self.cfg.rack {
                 // A go-back-N resend that RACK found lost goes again first
                 // (Linux retransmits lost-marked segments in its timeout
                 // recovery too), within the window.
                 if let Some(seq) = self.first_lost().filter(|&s| s < self.snd_nxt) {
                     let len = self.segment_len(seq);
-                    if self.rack_pipe() + len > self.cwnd().min(self.rwnd) {
+                    if self.rack_pipe() + len > self.cwnd().min(self.rwnd) || self.pacing_holds(now) {
                         break;
                     }
                     self.retransmit(now, seq, out);
@@ -1327,7 +1375,9 @@ impl TcpSender {
                 // (the head segment goes whatever the window: RFC 6298 §5.4
                 // retransmits the earliest unacknowledged segment)
                 let len = self.segment_len(self.snd_nxt);
-                if self.snd_nxt + len > self.snd_una + window && self.snd_nxt != self.snd_una {
+                if (self.snd_nxt + len > self.snd_una + window && self.snd_nxt != self.snd_una)
+                    || self.pacing_holds(now)
+                {
                     break;
                 }
                 self.retransmit(now, self.snd_nxt, out);
@@ -1337,7 +1387,7 @@ impl TcpSender {
                     break;
                 };
                 let beyond_window = self.snd_max + len > self.snd_una + window;
-                if beyond_window && self.snd_max + len > self.snd_una + window + extra {
+                if (beyond_window && self.snd_max + len > self.snd_una + window + extra) || self.pacing_holds(now) {
                     break;
                 }
                 if beyond_window {
@@ -1437,7 +1487,7 @@ impl TcpSender {
             return;
         };
         if self.stats.packets_sent < 10 {
-            return;
+            return; // (the first nine go at once; the tenth is paced, as data_segs_out ≥ 10)
         }
         let interval = (len as f64 * 1e9 / rate) as Time;
         let start = self.pacing_next.max(now);
@@ -1449,8 +1499,8 @@ impl TcpSender {
         if self.prr_on() && self.in_recovery {
             self.prr.on_send(len);
         }
-        self.pace(now, len);
         self.stats.packets_sent += 1;
+        self.pace(now, len);
         self.stats.bytes_sent += len;
         if self.rto_deadline.is_none() {
             self.rto_deadline = Some(now + self.rtt.rto());

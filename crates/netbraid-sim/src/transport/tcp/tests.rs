@@ -642,3 +642,132 @@ fn prr_spreads_recovery_sending_over_the_acks() {
     assert_eq!(prr[..8], [1, 0, 1, 0, 1, 0, 1, 0], "PRR paces: {prr:?}");
     assert!(prr.iter().all(|&n| n <= 1), "PRR: {prr:?}");
 }
+
+/// A rate-based controller that records what it is told and sets the
+/// window to in-flight + delivered (packet conservation, as BBR's first
+/// round of recovery), with an optional pacing rate.
+mod rate_based {
+    use super::*;
+    use crate::cc::{AckEvent, CongestionControl, RateEvent};
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Default)]
+    pub struct Seen {
+        pub losses: u64,
+        pub events: Vec<RateEvent>,
+    }
+    pub struct Conserving {
+        pub cwnd: u64,
+        pub rate: Option<f64>,
+        pub seen: Arc<Mutex<Seen>>,
+    }
+    impl CongestionControl for Conserving {
+        fn on_ack(&mut self, _: &AckEvent<'_>) {
+            panic!("a rate-based controller gets on_rate_sample, not on_ack");
+        }
+        fn on_rate_sample(&mut self, ev: &RateEvent) {
+            let mut seen = self.seen.lock().unwrap();
+            seen.losses += ev.losses;
+            seen.events.push(*ev);
+            if ev.acked_sacked > 0 {
+                self.cwnd = ev.in_flight + ev.acked_sacked;
+            }
+        }
+        fn on_congestion_event(&mut self, _: Time, _: u64) {}
+        fn on_timeout(&mut self, _: Time, _: u64, _: bool) {
+            self.cwnd = MSS;
+        }
+        fn penalise(&mut self) {}
+        fn window(&self) -> u64 {
+            self.cwnd
+        }
+        fn ssthresh(&self) -> u64 {
+            u64::MAX
+        }
+        fn name(&self) -> &'static str {
+            "conserving"
+        }
+        fn rate_based(&self) -> bool {
+            true
+        }
+        fn pacing_rate(&self) -> Option<f64> {
+            self.rate
+        }
+    }
+
+    pub fn sender(rack: bool, rate: Option<f64>, iw: u32) -> (TcpSender, Arc<Mutex<Seen>>) {
+        let cfg = TcpConfig {
+            mss: MSS as u32,
+            initial_window: iw,
+            recovery: Recovery::Sack,
+            rack,
+            delayed_ack: false,
+            ..TcpConfig::default()
+        };
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let cc = Conserving {
+            cwnd: iw as u64 * MSS,
+            rate,
+            seen: seen.clone(),
+        };
+        (TcpSender::new(cfg, Box::new(cc)), seen)
+    }
+}
+
+/// Without RACK, a rate-based controller still hears of losses: the bytes
+/// RFC 6675's IsLost covers (what Linux's scoreboard marks lost).
+#[test]
+fn rate_based_controller_hears_of_losses_without_rack() {
+    let (mut s, seen) = rate_based::sender(false, None, 10);
+    let mut out = Vec::new();
+    s.write_all(0, None, &mut out);
+    // segment 0 lost; 1..5 SACKed, one per ACK: from the third, 0 is lost
+    for k in 1..=5u64 {
+        sack_ack(&mut s, 100 * MILLISECOND + k, 0, &[(MSS, (k + 1) * MSS)], &mut out);
+    }
+    assert_eq!(seen.lock().unwrap().losses, MSS, "segment 0, told once");
+}
+
+/// Entering recovery, the controller sets the window before the fast
+/// retransmission goes (Linux runs cong_control before
+/// tcp_xmit_recovery): with cwnd = in flight + delivered, the ACK that
+/// starts recovery releases exactly what it delivered.
+#[test]
+fn recovery_entry_releases_what_the_ack_delivered() {
+    let (mut s, seen) = rate_based::sender(true, None, 10);
+    let mut out = Vec::new();
+    s.write_all(0, None, &mut out);
+    out.clear();
+    // segment 0 lost; 1, 2, 3 SACKed on one ACK: three segments SACKed
+    // above it, so RACK (no reordering seen: a zero window) marks it lost now
+    let t = 100 * MILLISECOND;
+    sack_ack(&mut s, t, 0, &[(MSS, 4 * MSS)], &mut out);
+    let ev = *seen.lock().unwrap().events.last().unwrap();
+    assert_eq!((ev.acked_sacked, ev.losses, ev.in_flight), (3 * MSS, MSS, 6 * MSS));
+    // the window is 6 + 3: three segments go, the repair first
+    assert_eq!(seqs(&out), vec![0, 10 * MSS, 11 * MSS]);
+}
+
+/// Linux paces from the tenth segment on (data_segs_out ≥ 10): with an
+/// initial window of 20 and a pacing rate of 1 MB/s, nine segments leave
+/// at once and the rest one millisecond apart.
+#[test]
+fn pacing_starts_at_the_tenth_segment() {
+    let (mut s, _) = rate_based::sender(true, Some(1e6), 20);
+    let mut out = Vec::new();
+    s.write_all(0, None, &mut out);
+    assert_eq!(out.len(), 10, "nine unpaced and the tenth, which sets the pace");
+    let mut t = 0;
+    for _ in 0..10 {
+        let next = s.poll_at().unwrap();
+        assert!(next > t && next - t <= MILLISECOND, "{next} after {t}");
+        t = next;
+        let before = out.len();
+        s.on_timer(t, &mut out);
+        if out.len() == before {
+            continue;
+        }
+        assert_eq!(out.len(), before + 1, "one segment per pacing interval");
+    }
+    assert_eq!(out.len(), 20);
+}
