@@ -348,7 +348,8 @@ def test_linux_profile_on_a_flow_from_python():
     s.add_flow("linux", "a", "b", profile="linux")
     s.add_flow("rfc", "a", "b")
     linux, rfc = (f["tcp"] for f in nb.resolve(s)["flows"])
-    assert linux["cc"] == "cubic" and linux["cc_params"] == {"beta": 717 / 1024, "hystart": True}
+    assert linux["cc"] == "cubic"
+    assert linux["cc_params"] == {"beta": 717 / 1024, "hystart": True, "target_min_rtt": True}
     assert linux["rto_min"] == 200_000_000 and linux["mss"] == 1448 and linux["initial_window"] == 10
     # RFC 6298's 1 s minimum RTO and RFC 5681's initial window for the other
     assert rfc["rto_min"] == 1_000_000_000 and rfc["initial_window"] == 3 and rfc["cc"] == "reno"

@@ -77,6 +77,11 @@ pub(super) const INFO: ControllerInfo = ControllerInfo {
             doc: "HyStart's delay-increase detection",
             kind: ParamKind::Flag { default: true },
         },
+        ParamInfo {
+            name: "target_min_rtt",
+            doc: "aim at W_cubic(t + min RTT), as Linux (delay_min), not RFC 9438's smoothed RTT",
+            kind: ParamKind::Flag { default: false },
+        },
     ],
     build: |cfg, p| Box::new(Cubic::with_params(cfg, p)),
 };
@@ -113,6 +118,11 @@ pub struct Cubic {
     limited_since: Option<Time>,
     /// Slow start's exit detector, when on.
     hystart: Option<HyStart>,
+    /// Look ahead by the smallest per-ACK RTT (Linux's delay_min) instead of
+    /// the smoothed RTT: with a standing queue, srtt runs ahead of the
+    /// path's delay and the curve would be climbed sooner than Linux does.
+    target_min_rtt: bool,
+    delay_min: Option<Time>,
 }
 
 impl Cubic {
@@ -141,6 +151,8 @@ impl Cubic {
             cwnd_seg: w,
             after_timeout: false,
             limited_since: None,
+            target_min_rtt: p.flag("target_min_rtt"),
+            delay_min: None,
             hystart: p.flag("hystart").then(|| {
                 HyStart::new(
                     p.number("hystart_low_window"),
@@ -150,6 +162,13 @@ impl Cubic {
                 )
             }),
             cfg,
+        }
+    }
+
+    /// Linux's delay_min: the smallest RTT of any ACK (its pkts_acked hook).
+    fn note_rtt(&mut self, ack: &AckEvent<'_>) {
+        if let Some(r) = ack.ack_rtt.or(ack.rtt_sample) {
+            self.delay_min = Some(self.delay_min.map_or(r, |m| m.min(r)));
         }
     }
 
@@ -177,7 +196,12 @@ impl Cubic {
 }
 
 impl CongestionControl for Cubic {
+    fn on_ack_in_recovery(&mut self, ack: &AckEvent<'_>) {
+        self.note_rtt(ack);
+    }
+
     fn on_ack(&mut self, ack: &AckEvent<'_>) {
+        self.note_rtt(ack);
         // HyStart reads every ACK in slow start, limited or not (as Linux's
         // pkts_acked hook does); the window grows only when cwnd-limited.
         if self.cwnd < self.ssthresh {
@@ -219,7 +243,12 @@ impl CongestionControl for Cubic {
             ack.now
         });
         let t = as_secs_f64(ack.now - epoch);
-        let rtt = ack.srtt.map_or(0.1, as_secs_f64);
+        let rtt = if self.target_min_rtt {
+            self.delay_min.or(ack.min_rtt)
+        } else {
+            ack.srtt
+        };
+        let rtt = rtt.map_or(0.1, as_secs_f64);
         let acked_segments = ack.newly_acked as f64 / mss;
         let target = self.w_cubic(t + rtt).clamp(cwnd, 1.5 * cwnd);
         let mut next = cwnd + (target - cwnd) / cwnd * acked_segments;
@@ -274,7 +303,7 @@ impl CongestionControl for Cubic {
         "cubic"
     }
     fn wants_ack_rtt(&self) -> bool {
-        self.hystart.is_some()
+        self.hystart.is_some() || self.target_min_rtt
     }
 }
 
