@@ -217,7 +217,9 @@ def test_controllers_command_lists_the_simulators_list():
     cubic = next(c for c in listed if c["name"] == "cubic")
     assert {p["name"] for p in cubic["params"]} == {"c", "beta", "fast_convergence", "reno_friendly", "hystart",
                                                    "hystart_low_window", "hystart_ack_delta_ms", "hystart_ack_train",
-                                                   "hystart_delay"}
+                                                   "hystart_delay", "target_min_rtt"}
+    bbr = next(c for c in listed if c["name"] == "bbr")
+    assert {"high_gain", "cwnd_gain", "probe_rtt_ms"} <= {p["name"] for p in bbr["params"]}
     r = netbraid("controllers")
     assert r.returncode == 0 and "beta" in r.stdout and "newreno" in r.stdout
 
