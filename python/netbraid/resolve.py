@@ -38,6 +38,7 @@ TCP_DEFAULTS: dict[str, Any] = {
     "delayed_ack": True,
     "delack_timeout": 200 * MS,
     "delack_count": 2,
+    "quick_acks": 0,
     "abc_limit": 1,
     "byte_counting": False,
     "dupthresh": 3,
@@ -66,6 +67,7 @@ LINUX_TCP: dict[str, Any] = {
     "header_bytes": 52,
     "recovery": "sack",
     "delack_timeout": "40ms",
+    "quick_acks": 16,  # TCP_MAX_QUICKACKS: the first segments ACKed one by one
     # slow start adds what each ACK covers (two segments with delayed ACKs:
     # RFC 3465's L = 2; Linux sets no limit) and congestion avoidance counts
     # ACKed segments (tcp_cong_avoid_ai), not ACKs

@@ -295,6 +295,9 @@ class TcpOptions(Strict):
     delayed_ack: Optional[Flag] = None
     delack_timeout: Optional[Time] = None
     delack_count: Optional[Count] = None
+    #: Linux's quick-ACK mode: the first this-many segments (and the first
+    #: after an idle second) are ACKed at once; 0 = none (RFC 5681).
+    quick_acks: Optional[Annotated[int, Field(ge=0, le=1000, strict=True)]] = None
     abc_limit: Optional[Count] = None
     #: Congestion avoidance grows one MSS per cwnd of bytes ACKed (RFC 3465,
     #: as Linux counts ACKed segments) instead of MSS²/cwnd per ACK (RFC 5681).

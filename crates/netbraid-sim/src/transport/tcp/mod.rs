@@ -108,6 +108,11 @@ pub struct TcpConfig {
     pub delack_timeout: Time,
     /// ACK at least every `delack_count` full-sized segments.
     pub delack_count: u32,
+    /// Linux's quick-ACK mode: the first this-many in-order segments (at
+    /// most rcvbuf / 2 MSS), and the first after an idle second, are ACKed
+    /// at once (TCP_MAX_QUICKACKS = 16); 0: none (RFC 5681).
+    #[serde(default)]
+    pub quick_acks: u32,
     /// RFC 3465 L: slow-start growth per ACK at most L·MSS (1 = RFC 5681).
     pub abc_limit: u32,
     /// Congestion avoidance counts bytes acknowledged (RFC 3465: one MSS
@@ -170,6 +175,7 @@ impl Default for TcpConfig {
             delayed_ack: true,
             delack_timeout: 200 * MILLISECOND,
             delack_count: 2,
+            quick_acks: 0,
             abc_limit: 1,
             byte_counting: false,
             dupthresh: 3,

@@ -10,6 +10,9 @@ use crate::engine::Time;
 use crate::net::packet::{tcp_flags, Body, SackBlocks, TcpSegment};
 use crate::trace::counters::TransportCounters;
 
+/// An idle gap after which Linux's receiver ACKs quickly again.
+const IDLE_QUICKACK: Time = crate::engine::time::SECOND;
+
 pub struct TcpReceiver {
     header_bytes: u32,
     mss: u64,
@@ -35,6 +38,11 @@ pub struct TcpReceiver {
     /// In-order segments received since the last ACK.
     unacked_segments: u32,
     delack_deadline: Option<Time>,
+    /// Quick-ACK mode: ACKs still to send at once, the most per episode, and
+    /// when in-order data last arrived (an idle gap starts an episode).
+    quick_acks_left: u32,
+    quick_acks: u32,
+    last_data_at: Option<Time>,
     /// A CE mark arrived: set ECE on every ACK until the sender's CWR (RFC 3168 §6.1.3).
     echo_ce: bool,
     /// Starts of recently received out-of-order segments, newest first: the
@@ -61,6 +69,11 @@ impl TcpReceiver {
             right_edge: cfg.rcvbuf,
             unacked_segments: 0,
             delack_deadline: None,
+            quick_acks_left: 0,
+            quick_acks: cfg
+                .quick_acks
+                .min((cfg.rcvbuf / (2 * cfg.mss.max(1) as u64)).max(2) as u32),
+            last_data_at: None,
             echo_ce: false,
             recent: Vec::with_capacity(8),
             stats: TransportCounters::default(),
@@ -178,7 +191,13 @@ impl TcpReceiver {
                 self.stats.read_bytes += self.rcv_nxt - self.read;
                 self.read = self.rcv_nxt;
             }
-            if had_hole || !self.delayed_ack {
+            // Linux enters quick-ACK mode at the first data and after an idle
+            // gap (longer than its initial RTO, 1 s, for a receiver that sends nothing)
+            if self.last_data_at.is_none_or(|t| now.saturating_sub(t) > IDLE_QUICKACK) {
+                self.quick_acks_left = self.quick_acks;
+            }
+            self.last_data_at = Some(now);
+            if had_hole || !self.delayed_ack || self.quick_acks_left > 0 {
                 // Filling (part of) a hole is ACKed immediately (RFC 5681 §4.2).
                 return self.send_ack(out);
             }
@@ -250,6 +269,7 @@ impl TcpReceiver {
     }
 
     fn send_ack(&mut self, out: &mut Outbox) {
+        self.quick_acks_left = self.quick_acks_left.saturating_sub(1);
         self.unacked_segments = 0;
         self.delack_deadline = None;
         self.stats.acks_sent += 1;

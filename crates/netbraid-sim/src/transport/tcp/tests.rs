@@ -771,3 +771,42 @@ fn pacing_starts_at_the_tenth_segment() {
     }
     assert_eq!(out.len(), 20);
 }
+
+/// Linux's quick-ACK mode (tcp_incr_quickack, TCP_MAX_QUICKACKS = 16): the
+/// first 16 in-order segments are ACKed one by one, then every second; after
+/// an idle second the receiver ACKs quickly again.
+#[test]
+fn receiver_quick_acks_at_the_start_and_after_idle() {
+    let cfg = TcpConfig {
+        mss: 1000,
+        rcvbuf: 1 << 20,
+        quick_acks: 16,
+        ..TcpConfig::default()
+    };
+    let mut r = TcpReceiver::new(&cfg);
+    let mut out = Vec::new();
+    let mut acks_after = Vec::new();
+    for k in 0..24u64 {
+        let data = TcpSegment {
+            seq: k * 1000,
+            len: 1000,
+            flags: tcp_flags::ACK,
+            ..Default::default()
+        };
+        let before = out.len();
+        r.on_segment(k * MILLISECOND, &data, 1040, false, &mut out);
+        acks_after.push(out.len() > before);
+    }
+    assert!(acks_after[..16].iter().all(|&a| a), "{acks_after:?}");
+    assert_eq!(&acks_after[16..], &[false, true, false, true, false, true, false, true]);
+    // two seconds later: quick again
+    let data = TcpSegment {
+        seq: 24_000,
+        len: 1000,
+        flags: tcp_flags::ACK,
+        ..Default::default()
+    };
+    let before = out.len();
+    r.on_segment(2 * SECOND, &data, 1040, false, &mut out);
+    assert_eq!(out.len(), before + 1);
+}
