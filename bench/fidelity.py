@@ -6,7 +6,9 @@ delay 5, 20 and 50 ms; random loss on the data direction 0, 0.1 %, 1 % and
 3 %; controllers reno, cubic and bbr; a drop-tail buffer of 0.5, 1 and 2 ×
 the BDP (in 1500-byte packets) — 108 cells; then two and four competing
 flows (20 ms, no loss, 1 BDP) of one controller and of mixed ones, where
-each flow's share of the total is compared.
+each controller's share of the total is compared (flows of one controller
+are interchangeable: their shares are summed), and for flows of one
+controller Jain's fairness index.
 
     python bench/fidelity.py --quick          # 3 cells, 2 replications, 10 s runs
     python bench/fidelity.py                  # the whole grid: 5 replications, 20 s runs (hours on emu)
@@ -118,18 +120,35 @@ def run(cells: list[str], reps: int, duration_s: float, out: Path, emu: bool) ->
     return [r for r in load(out) if r["cell"] in set(cells) and int(r["rep"]) < reps and same(r)]
 
 
+def _controller(flow: str) -> str:
+    return flow.rstrip("0123456789")
+
+
 def summarize(rows: list[dict], cells: list[str]) -> list[dict]:
-    """Per cell and flow: sim and emu means with intervals, and the gap.
-    Single flows compare goodput; competing flows their shares."""
+    """Per cell: sim and emu means with intervals, and the gap. Single flows
+    compare goodput. Competing flows compare each controller's share of the
+    total (flows of one controller are interchangeable, so their shares are
+    summed); a cell of one controller compares Jain's fairness index."""
     table = []
     for cell in cells:
-        metric = "share" if cell.startswith("mix:") else "goodput_bps"
-        flows = sorted({r["flow"] for r in rows if r["cell"] == cell})
-        for flow in flows:
+        here = [r for r in rows if r["cell"] == cell]
+        if cell.startswith("mix:"):
+            ccs = sorted({_controller(r["flow"]) for r in here})
+            groups = [(cc, "share") for cc in ccs] if len(ccs) > 1 else [(ccs[0] if ccs else "", "jain")]
+        else:
+            groups = [(f, "goodput_bps") for f in sorted({r["flow"] for r in here})]
+        for flow, metric in groups:
             entry = {"cell": cell, "flow": flow, "metric": metric}
             for backend in ("sim", "emu"):
-                vals = [float(r[metric]) for r in rows
-                        if r["cell"] == cell and r["flow"] == flow and r["backend"] == backend]
+                vals = []
+                for rep in sorted({int(r["rep"]) for r in here if r["backend"] == backend}):
+                    run = [r for r in here if r["backend"] == backend and int(r["rep"]) == rep]
+                    if metric == "goodput_bps":
+                        vals += [float(r["goodput_bps"]) for r in run if r["flow"] == flow]
+                    elif metric == "share":
+                        vals.append(sum(float(r["share"]) for r in run if _controller(r["flow"]) == flow))
+                    else:
+                        vals.append(nb.jain_fairness([float(r["goodput_bps"]) for r in run]))
                 entry[backend] = mean_ci(vals) if vals else None  # (one value: no interval, NaN)
             sim, emu = entry["sim"], entry["emu"]
             entry["gap"] = (sim["mean"] - emu["mean"]) / emu["mean"] if sim and emu and emu["mean"] else None
@@ -143,27 +162,31 @@ def show(table: list[dict]) -> None:
 
     t = Table(title="sim (profile linux) against emu (this kernel): mean ± 95 % interval")
     for col in ("cell", "flow", "sim", "emu", "sim − emu"):
-        t.add_column(col, justify="left" if col in ("cell", "flow") else "right")
+        t.add_column(col, justify="left" if col in ("cell", "flow") else "right", no_wrap=True)
 
     def fmt(x: dict | None, metric: str) -> str:
         if not x:
             return "—"
-        scale, unit = (1e6, " Mb/s") if metric == "goodput_bps" else (0.01, " %")
+        scale, unit = {"goodput_bps": (1e6, " Mb/s"), "share": (0.01, " %"), "jain": (1.0, "")}[metric]
         half = (x["ci95_high"] - x["ci95_low"]) / 2
-        return f"{x['mean'] / scale:.1f}{unit}" if x["n"] < 2 else f"{x['mean'] / scale:.1f} ± {half / scale:.1f}{unit}"
+        digits = 3 if metric == "jain" else 1
+        if x["n"] < 2:
+            return f"{x['mean'] / scale:.{digits}f}{unit}"
+        return f"{x['mean'] / scale:.{digits}f} ± {half / scale:.{digits}f}{unit}"
 
     for e in table:
         gap = "—" if e["gap"] is None else f"{e['gap'] * 100:+.1f} %"
         t.add_row(e["cell"], e["flow"], fmt(e["sim"], e["metric"]), fmt(e["emu"], e["metric"]), gap)
-    Console().print(t)
+    Console(width=150).print(t)
     gaps = [abs(e["gap"]) for e in table if e["gap"] is not None and e["metric"] == "goodput_bps"]
     if gaps:
         within10 = sum(g <= 0.10 for g in gaps)
         within20 = sum(g <= 0.20 for g in gaps)
         print(f"single flows: {within10}/{len(gaps)} cells within ±10 %, {within20}/{len(gaps)} within ±20 %")
-    shares = [abs(e["gap"]) for e in table if e["gap"] is not None and e["metric"] == "share"]
+    shares = [abs(e["gap"]) for e in table if e["gap"] is not None and e["metric"] in ("share", "jain")]
     if shares:
-        print(f"competing flows: {sum(g <= 0.15 for g in shares)}/{len(shares)} shares within ±15 % of the kernel's")
+        print(f"competing flows: {sum(g <= 0.15 for g in shares)}/{len(shares)} controllers' shares "
+              "(Jain's index where all flows share one controller) within ±15 % of the kernel's")
 
 
 def _half(x: dict) -> float:

@@ -78,6 +78,11 @@ pub(super) const INFO: ControllerInfo = ControllerInfo {
             kind: ParamKind::Flag { default: true },
         },
         ParamInfo {
+            name: "alpha_switch",
+            doc: "W_est grows at α = 1 once it passes the window before the last reduction (RFC 9438 §4.3; Linux keeps 3(1−β)/(1+β))",
+            kind: ParamKind::Flag { default: true },
+        },
+        ParamInfo {
             name: "target_min_rtt",
             doc: "aim at W_cubic(t + min RTT), as Linux (delay_min), not RFC 9438's smoothed RTT",
             kind: ParamKind::Flag { default: false },
@@ -123,6 +128,8 @@ pub struct Cubic {
     /// path's delay and the curve would be climbed sooner than Linux does.
     target_min_rtt: bool,
     delay_min: Option<Time>,
+    /// RFC 9438's α = 1 once W_est passes cwnd_prior (Linux has no switch).
+    alpha_switch: bool,
 }
 
 impl Cubic {
@@ -152,6 +159,7 @@ impl Cubic {
             after_timeout: false,
             limited_since: None,
             target_min_rtt: p.flag("target_min_rtt"),
+            alpha_switch: p.flag("alpha_switch"),
             delay_min: None,
             hystart: p.flag("hystart").then(|| {
                 HyStart::new(
@@ -253,7 +261,7 @@ impl CongestionControl for Cubic {
         let target = self.w_cubic(t + rtt).clamp(cwnd, 1.5 * cwnd);
         let mut next = cwnd + (target - cwnd) / cwnd * acked_segments;
         // Reno-friendly region: α = 3(1-β)/(1+β) until W_est reaches cwnd_prior.
-        let alpha = if self.w_est >= self.cwnd_prior {
+        let alpha = if self.alpha_switch && self.w_est >= self.cwnd_prior {
             1.0
         } else {
             3.0 * (1.0 - self.beta) / (1.0 + self.beta)
