@@ -551,6 +551,10 @@ impl CongestionControl for Bbr {
     fn pacing_rate(&self) -> Option<f64> {
         Some(self.pacing_rate)
     }
+    /// The TSO burst Linux would build at this rate (bbr_tso_segs_goal).
+    fn pacing_burst(&self) -> u64 {
+        self.tso_segments()
+    }
     fn holds_flight_down(&self) -> bool {
         self.mode == Mode::ProbeRtt
     }

@@ -167,6 +167,11 @@ pub trait CongestionControl: Send {
     fn pacing_rate(&self) -> Option<f64> {
         None
     }
+    /// Segments the sender may send back to back at each pacing time
+    /// (Linux paces TSO/GSO bursts, not segments).
+    fn pacing_burst(&self) -> u64 {
+        1
+    }
     /// The controller itself holds the flight down (BBR's PROBE_RTT):
     /// delivery-rate samples taken now are marked app-limited.
     fn holds_flight_down(&self) -> bool {

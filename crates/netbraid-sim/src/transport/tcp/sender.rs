@@ -1472,11 +1472,21 @@ impl TcpSender {
 
     /// Pacing holds the next segment back: the pacing timer will send it.
     fn pacing_holds(&mut self, now: Time) -> bool {
-        if self.pacing_next > now && self.cc.pacing_rate().is_some() {
+        if self.pacing_next > now && self.pacing_next > now + self.burst_allowance() {
             self.pacing_deadline = Some(self.pacing_next);
             return true;
         }
         false
+    }
+
+    /// How far ahead of its pacing time a segment may go: the rest of a
+    /// burst of `pacing_burst` segments (a TSO burst leaves at once, and
+    /// the next one a burst's interval later). None when not pacing.
+    fn burst_allowance(&self) -> Time {
+        match self.cc.pacing_rate().filter(|r| *r > 0.0) {
+            None => Time::MAX / 4,
+            Some(rate) => ((self.cc.pacing_burst().max(1) - 1) as f64 * self.mss as f64 * 1e9 / rate) as Time,
+        }
     }
 
     /// The next segment may leave `len` / rate after this one (Linux's

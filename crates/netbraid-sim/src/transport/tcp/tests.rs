@@ -659,6 +659,7 @@ mod rate_based {
     pub struct Conserving {
         pub cwnd: u64,
         pub rate: Option<f64>,
+        pub burst: u64,
         pub seen: Arc<Mutex<Seen>>,
     }
     impl CongestionControl for Conserving {
@@ -693,9 +694,16 @@ mod rate_based {
         fn pacing_rate(&self) -> Option<f64> {
             self.rate
         }
+        fn pacing_burst(&self) -> u64 {
+            self.burst
+        }
     }
 
     pub fn sender(rack: bool, rate: Option<f64>, iw: u32) -> (TcpSender, Arc<Mutex<Seen>>) {
+        sender_with_burst(rack, rate, iw, 1)
+    }
+
+    pub fn sender_with_burst(rack: bool, rate: Option<f64>, iw: u32, burst: u64) -> (TcpSender, Arc<Mutex<Seen>>) {
         let cfg = TcpConfig {
             mss: MSS as u32,
             initial_window: iw,
@@ -708,6 +716,7 @@ mod rate_based {
         let cc = Conserving {
             cwnd: iw as u64 * MSS,
             rate,
+            burst,
             seen: seen.clone(),
         };
         (TcpSender::new(cfg, Box::new(cc)), seen)
@@ -809,4 +818,28 @@ fn receiver_quick_acks_at_the_start_and_after_idle() {
     let before = out.len();
     r.on_segment(2 * SECOND, &data, 1040, false, &mut out);
     assert_eq!(out.len(), before + 1);
+}
+
+/// Linux paces TSO bursts: with a burst of 4 segments at 1 MB/s (1 ms a
+/// segment), after the unpaced start the segments leave four at a time,
+/// 4 ms apart.
+#[test]
+fn pacing_sends_bursts_of_the_given_size() {
+    let (mut s, _) = rate_based::sender_with_burst(true, Some(1e6), 30, 4);
+    let mut out = Vec::new();
+    s.write_all(0, None, &mut out);
+    let mut sends: Vec<(Time, usize)> = Vec::new();
+    while out.len() < 30 {
+        let t = s.poll_at().unwrap();
+        let before = out.len();
+        s.on_timer(t, &mut out);
+        if out.len() > before {
+            sends.push((t, out.len() - before));
+        }
+    }
+    let full: Vec<_> = sends.iter().filter(|&&(_, n)| n == 4).collect();
+    assert!(full.len() >= 3, "{sends:?}");
+    for w in full.windows(2) {
+        assert_eq!(w[1].0 - w[0].0, 4 * MILLISECOND, "{sends:?}");
+    }
 }
