@@ -45,6 +45,8 @@ SS_RATES = {
     "delivery_rate_bps": re.compile(r"\bdelivery_rate ([\d.]+)([KMG]?)bps"),
 }
 UNIT = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9}
+#: "token:<local>(id:n)/<remote>(id:m)": the remote token names the connection
+SS_TOKEN = re.compile(r"\btoken:[0-9a-f]+\(id:\d+\)/([0-9a-f]+)")
 
 
 def parse_ss_line(line: str) -> dict[str, float]:
@@ -59,8 +61,6 @@ def parse_ss_line(line: str) -> dict[str, float]:
         if m:
             out[k] = float(m.group(1)) * UNIT[m.group(2)]
     return out
-#: "token:<local>(id:n)/<remote>(id:m)": the remote token names the connection
-SS_TOKEN = re.compile(r"\btoken:[0-9a-f]+\(id:\d+\)/([0-9a-f]+)")
 
 
 def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
@@ -200,8 +200,9 @@ class IperfFlow:
     def kernel_results(self, window: tuple[int, int], row: dict[str, Any]) -> dict[str, Any]:
         """Per-flow metrics from TCP_INFO over the measurement window: what
         the kernel retransmitted, its mean smoothed RTT, cwnd, delivery and
-        pacing rates, and the data it put on the wire. None where no reading
-        fell inside the window (a run too short for 0.1 s sampling)."""
+        pacing rates, and the data it put on the wire. Nothing (iperf3's
+        whole-run figures stay) when fewer than two readings fell inside the
+        window (a run too short for 0.1 s sampling)."""
         samples = [(t, next(iter(d.values()))) for t, d in self._data_connection()]
         inside = [(t, x) for t, x in samples if window[0] <= t <= window[1]]
         if len(inside) < 2:
@@ -218,15 +219,15 @@ class IperfFlow:
         def delta(k: str) -> float | None:
             return b[k] - a[k] if k in a and k in b else None
 
-        sent = delta("bytes_sent")
-        retrans = delta("retrans_total")
+        sent, retrans = delta("bytes_sent"), delta("retrans_total")
+        srtt_ms, cwnd = mean("srtt_ms"), mean("cwnd")
         out = {
             "retransmits": int(retrans) if retrans is not None else row["retransmits"],
             # data segments the sender put on the wire (lost ones included), headers counted per segment
             "throughput_bps": sent * (1 + header / mss) * 8 / dt if sent is not None and dt > 0 else None,
-            "rtt_mean_s": mean("srtt_ms") / 1e3 if mean("srtt_ms") is not None else row["rtt_mean_s"],
+            "rtt_mean_s": srtt_ms / 1e3 if srtt_ms is not None else row["rtt_mean_s"],
             "srtt_s": b["srtt_ms"] / 1e3 if "srtt_ms" in b else None,
-            "cwnd_mean_bytes": mean("cwnd") * mss if mean("cwnd") is not None else None,
+            "cwnd_mean_bytes": cwnd * mss if cwnd is not None else None,
             "delivery_rate_bps": mean("delivery_rate_bps"),
             "pacing_rate_bps": mean("pacing_rate_bps"),
         }

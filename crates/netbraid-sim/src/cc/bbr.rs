@@ -150,7 +150,7 @@ pub struct Bbr {
     round_start: bool,
     pacing_gain: f64,
     cwnd_gain: f64,
-    /// Bytes per second; None until the first ACK gives a rate to pace at.
+    /// Bytes per second (from the initial window and a nominal RTT until samples come).
     pacing_rate: f64,
     has_seen_rtt: bool,
     /// STARTUP's exit: the bandwidth when it last grew by 25 %, and the

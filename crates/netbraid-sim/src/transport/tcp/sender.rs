@@ -618,7 +618,16 @@ impl TcpSender {
             return 0;
         }
         self.lost_mark = below;
-        (below - from) - self.sacked.overlap(from, below)
+        self.unsacked_between(from, below)
+    }
+
+    /// Bytes in [a, b) not SACKed.
+    fn unsacked_between(&self, a: u64, b: u64) -> u64 {
+        if b <= a {
+            0
+        } else {
+            (b - a) - self.sacked.overlap(a, b)
+        }
     }
 
     /// Bytes in the network (Linux's packets in flight): sent, not
@@ -1000,8 +1009,8 @@ impl TcpSender {
             return self.snd_max - self.snd_una;
         }
         let lost_below = self.lost_below();
-        let unsacked = |a: u64, b: u64| if b <= a { 0 } else { (b - a) - self.sacked.overlap(a, b) };
-        let pipe = unsacked(lost_below, self.snd_max) + unsacked(self.snd_una, self.high_rxt.min(self.snd_max));
+        let pipe = self.unsacked_between(lost_below, self.snd_max)
+            + self.unsacked_between(self.snd_una, self.high_rxt.min(self.snd_max));
         debug_assert_eq!(pipe, self.pipe_by_segment());
         pipe
     }
@@ -1428,7 +1437,7 @@ impl TcpSender {
     /// Send `len` new bytes (what `new_segment_len` allowed).
     fn send_new(&mut self, now: Time, len: u64, out: &mut Outbox) -> u64 {
         let seq = self.snd_max;
-        let rate = self.rate.on_send(now, self.snd_una == self.snd_max);
+        let rate = self.rate_send_state(now, self.snd_una == self.snd_max);
         self.sent.push(Sent {
             seq,
             len,
@@ -1457,7 +1466,7 @@ impl TcpSender {
     }
 
     fn retransmit(&mut self, now: Time, seq: u64, out: &mut Outbox) -> u64 {
-        let rate = self.rate.on_send(now, false);
+        let rate = self.rate_send_state(now, false);
         let seg = self.segment_mut(seq);
         (seg.xmit_ts, seg.retransmitted, seg.rexmit_in_flight, seg.rate) = (now, true, true, rate);
         let len = seg.len;
@@ -1470,7 +1479,18 @@ impl TcpSender {
         len
     }
 
+    /// What a segment sent now remembers for delivery-rate estimation
+    /// (only a rate-based controller reads it).
+    fn rate_send_state(&mut self, now: Time, idle: bool) -> SendState {
+        if self.rate_based {
+            self.rate.on_send(now, idle)
+        } else {
+            SendState::default()
+        }
+    }
+
     /// Pacing holds the next segment back: the pacing timer will send it.
+    /// (An unpaced sender's `pacing_next` stays 0: the first test ends it.)
     fn pacing_holds(&mut self, now: Time) -> bool {
         if self.pacing_next > now && self.pacing_next > now + self.burst_allowance() {
             self.pacing_deadline = Some(self.pacing_next);
@@ -1481,7 +1501,7 @@ impl TcpSender {
 
     /// How far ahead of its pacing time a segment may go: the rest of a
     /// burst of `pacing_burst` segments (a TSO burst leaves at once, and
-    /// the next one a burst's interval later). None when not pacing.
+    /// the next one a burst's interval later); unbounded when not pacing.
     fn burst_allowance(&self) -> Time {
         match self.cc.pacing_rate().filter(|r| *r > 0.0) {
             None => Time::MAX / 4,
