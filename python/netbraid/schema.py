@@ -277,7 +277,7 @@ class TcpOptions(Strict):
     #: emu, what the kernel offers (see
     #: /proc/sys/net/ipv4/tcp_available_congestion_control). Checked by
     #: the backend, which knows what it has.
-    cc: Optional[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,15}$", strict=True)]] = None
+    cc: Optional[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,15}$", strict=True)]] = None
     #: The controller's parameters by name (sim only), e.g. {beta = 0.5} for
     #: cubic: checked by the simulator against its list of controllers.
     cc_params: Optional[CcParams] = None

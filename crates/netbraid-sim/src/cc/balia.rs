@@ -17,6 +17,7 @@ pub(super) const INFO: ControllerInfo = ControllerInfo {
     aliases: &[],
     doc: "MPTCP coupled control, BALIA (Peng et al. 2016): balances friendliness and responsiveness",
     params: &[],
+    constraints: super::independent,
     build: |cfg, _| Box::new(Balia::new(cfg)),
 };
 

@@ -94,6 +94,7 @@ pub(super) const INFO: ControllerInfo = ControllerInfo {
             kind: ParamKind::Flag { default: true },
         },
     ],
+    constraints: super::independent,
     build: |cfg, p| Box::new(Bbr::with_params(cfg, p)),
 };
 

@@ -88,6 +88,7 @@ pub(super) const INFO: ControllerInfo = ControllerInfo {
             kind: ParamKind::Flag { default: false },
         },
     ],
+    constraints: super::independent,
     build: |cfg, p| Box::new(Cubic::with_params(cfg, p)),
 };
 

@@ -13,6 +13,7 @@ pub(super) const INFO: ControllerInfo = ControllerInfo {
     aliases: &[],
     doc: "MPTCP coupled control, RFC 6356 (Linux mptcp_coupled): the total no more aggressive than one TCP on the best path",
     params: &[],
+    constraints: super::independent,
     build: |cfg, _| Box::new(Lia { w: Window::new(cfg) }),
 };
 

@@ -12,6 +12,8 @@ mod balia;
 mod bbr;
 mod coupled;
 mod cubic;
+mod ghstcp;
+mod hstcp;
 mod hystart;
 mod lia;
 mod olia;
@@ -20,6 +22,8 @@ mod reno;
 pub use balia::Balia;
 pub use bbr::Bbr;
 pub use cubic::Cubic;
+pub use ghstcp::GentleHighSpeedApprox;
+pub use hstcp::{HighSpeed, Response as HsResponse};
 pub use lia::Lia;
 pub use olia::Olia;
 pub use reno::Reno;
@@ -221,12 +225,30 @@ pub struct ControllerInfo {
     pub aliases: &'static [&'static str],
     pub doc: &'static str,
     pub params: &'static [ParamInfo],
+    /// Rules between parameters (each checked alone against its range
+    /// first): the offending parameter and why.
+    #[serde(skip)]
+    pub constraints: fn(&Params) -> Result<(), (&'static str, String)>,
     #[serde(skip)]
     pub build: fn(CcConfig, &Params) -> Box<dyn CongestionControl>,
 }
 
 /// Every controller, in the order users see them.
-pub const CONTROLLERS: &[ControllerInfo] = &[reno::INFO, cubic::INFO, bbr::INFO, lia::INFO, olia::INFO, balia::INFO];
+pub const CONTROLLERS: &[ControllerInfo] = &[
+    reno::INFO,
+    cubic::INFO,
+    bbr::INFO,
+    hstcp::INFO,
+    ghstcp::INFO,
+    lia::INFO,
+    olia::INFO,
+    balia::INFO,
+];
+
+/// `ControllerInfo::constraints` of a controller whose parameters are independent.
+pub(crate) fn independent(_: &Params) -> Result<(), (&'static str, String)> {
+    Ok(())
+}
 
 /// A controller's parameters, checked, with defaults filled in.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -318,6 +340,7 @@ pub fn check(field: &str, name: &str, given: &BTreeMap<String, serde_json::Value
         };
         params.0.entry(p.name).or_insert(default);
     }
+    (info.constraints)(&params).map_err(|(key, why)| SimError::invalid(format!("{field}cc_params.{key}"), why))?;
     Ok(params)
 }
 

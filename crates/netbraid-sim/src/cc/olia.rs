@@ -19,6 +19,7 @@ pub(super) const INFO: ControllerInfo = ControllerInfo {
     aliases: &[],
     doc: "MPTCP coupled control, OLIA (Khalili et al. 2013): Pareto-optimal, shifts window to the best paths",
     params: &[],
+    constraints: super::independent,
     build: |cfg, _| Box::new(Olia::new(cfg)),
 };
 

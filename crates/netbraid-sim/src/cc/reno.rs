@@ -12,6 +12,7 @@ pub(super) const INFO: ControllerInfo = ControllerInfo {
     aliases: &["newreno"],
     doc: "RFC 5681 AIMD: +1 MSS per RTT, halving on loss (NewReno's recovery is chosen separately)",
     params: &[],
+    constraints: super::independent,
     build: |cfg, _| Box::new(Reno::new(cfg)),
 };
 
