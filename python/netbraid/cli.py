@@ -20,13 +20,14 @@ from .errors import ScenarioError
 from .experiment import ExperimentError, Interrupted, execute, make_plan, parse_axis, replicate_until
 from .lifetime import install_stop_handlers, stop_exit_code
 from .stats import mean_ci
+from .tidy import paths_of
 from .resolve import resolve
 from .errors import DirectoryError
 from .results_dir import DirectoryLock, check_run_directory, describe_kind, listed, made_by, remove_results, write_run
 from .scenario_io import load_scenario
 from .emu.netns import EmuError
 from .emu.platform import EmuUnavailable
-from .units import format_rate
+from .units import format_rate, parse_rate
 
 EMU_FAILURES = (EmuError, EmuUnavailable)
 
@@ -236,7 +237,8 @@ def replication_summary(runs) -> dict[str, Any]:
             entry["links"] = _union_links(g["links"])
         subs = subflow_rows[subflow_rows["flow"] == name]
         if len(subs):
-            entry["subflows"] = []
+            key = "legs" if "from" in subs and subs["from"].notna().any() else "subflows"
+            entry[key] = []
             for sub, sg in subs.groupby("subflow", sort=False):
                 se: dict[str, Any] = {"name": sub}
                 for m in [*REPORTED, "share"]:
@@ -245,7 +247,10 @@ def replication_summary(runs) -> dict[str, Any]:
                 se["bytes"] = mean_ci(sg["bytes_delivered"].tolist())
                 if "links" in sg:
                     se["links"] = _union_links(sg["links"])
-                entry["subflows"].append(se)
+                for k in ("from", "to"):
+                    if k in sg and sg[k].notna().any():
+                        se[k] = sg[k].dropna().iloc[0]
+                entry[key].append(se)
         flows.append(entry)
     per_run = runs.drop_duplicates("run_id")
     return {
@@ -356,8 +361,8 @@ def _interval(c: dict[str, float]) -> str:
 
 @app.command()
 def paper(
-    number: str = typer.Argument(..., help="Which paper: 001 or 003."),
-    reps: Optional[int] = typer.Option(None, help="Replications per configuration (default: 003 20, as the paper; 001 5)."),
+    number: str = typer.Argument(..., help="Which paper: 001, 002 or 003."),
+    reps: Optional[int] = typer.Option(None, help="Replications per configuration (default: 003 20, as the paper; 001 and 002 5)."),
     quick: bool = typer.Option(False, help="A check that runs in a minute or two: fewer replications and shorter runs (001: fewer points)."),
     backend: str = typer.Option("sim", help="sim, emu or both (001; 003 is a simulation study: sim)."),
     out: Optional[Path] = typer.Option(None, help="Results directory (default results/paper-NNN)."),
@@ -366,6 +371,7 @@ def paper(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
     tcp: list[str] = typer.Option([], "--tcp", help="003: override a TCP setting: KEY=VALUE, e.g. rto_min=200ms (ns-2.35's minrto_; repeatable)."),
     explain: bool = typer.Option(False, help="001: instead of the sweeps, each finding's point with MPTCP's mechanisms switched one at a time (and, with --backend emu/both, the kernel beside)."),
+    background: Optional[str] = typer.Option(None, help="002: mean rate of on-off UDP cross traffic on the WAN, e.g. 10Mbps (default: none; the real WAN's load is unknown)."),
 ) -> None:
     """Reproduce a seed paper's tables and print them beside the paper's numbers."""
     from .papers import PAPERS
@@ -380,7 +386,22 @@ def paper(
     if backend not in ("sim", "emu", "both"):
         fail(ScenarioError(f"--backend: {backend!r} is not allowed (sim, emu, both)"))
     out = out or Path("results") / f"paper-{number}{'-quick' if quick else ''}"
-    if number == "001":
+    if background is not None and number != "002":
+        fail(ScenarioError(f"--background: applies to paper 002 (the WAN's cross traffic), not to {number}"))
+    if number == "002":
+        for given, option in ((tcp, "--tcp"), (explain, "--explain")):
+            if given:
+                fail(ScenarioError(f"{option}: applies to paper {'003' if option == '--tcp' else '001'}, not to 002"))
+        if backend != "sim":
+            fail(ScenarioError(f"--backend {backend}: paper 002 runs on sim (split-TCP proxies are simulated; allowed: sim)"))
+        try:
+            background_bps = 0.0 if background is None else float(parse_rate(background))
+        except ValueError as e:
+            fail(ScenarioError(f"--background: {e}"))
+            return
+        _paper_002(module, reps=reps, quick=quick, out=out, seed=seed, workers=workers, quiet=quiet,
+                   background_bps=background_bps)
+    elif number == "001":
         if tcp:
             fail(ScenarioError("--tcp: paper 001 uses Linux's TCP settings (docs/papers/001.md); --tcp applies to 003"))
         if explain:
@@ -435,6 +456,30 @@ def _paper_001(module, *, reps, quick, backend, out, seed, workers, quiet) -> No
     (out / "results.json").write_text(json.dumps({"results": results, "time_series": series}, default=str))
     module.plots(results, series, out)
     out_console.print(f"tables.md, results.json and figures (delay, loss, fig4, fig7, fig8) in {out}/")
+
+
+def _paper_002(module, *, reps, quick, out, seed, workers, quiet, background_bps) -> None:
+    results, wall = _timed(out, lambda: module.run(quick=quick, reps=reps, seed=seed, workers=workers, out=out,
+                                                   progress=not quiet, background_bps=background_bps))
+    out_console.print(f"[bold]paper 002[/]: {escape(module.TITLE)}")
+    bg = f"on-off UDP cross traffic {format_rate(background_bps)} on average" if background_bps else "no cross traffic"
+    head = (f"{results['reps']} replications × {results['duration_s']:g} s transfers per point (goodput over the whole "
+            f"transfer, as iperf), {bg} · mean ± half-width of the 95 % interval · {wall:.1f} s wall")
+    out_console.print(head)
+    md = ["# paper 002: netbraid", "", head + ".", ""]
+    md += _print_tables(module.tables(results))
+    t = Table(title="The paper's statements and what netbraid (sim) shows")
+    for col in ("where", "paper", "netbraid (sim)"):
+        t.add_column(col)
+    md += ["## The paper's statements", "", "| where | paper | netbraid (sim) |", "|---|---|---|"]
+    for where, text, shown in module.findings(results):
+        t.add_row(where, text, shown)
+        md.append(f"| {where} | {text} | {shown} |")
+    out_console.print(t)
+    (out / "tables.md").write_text("\n".join(md) + "\n")
+    (out / "results.json").write_text(json.dumps(results, default=str))
+    module.plots(results, out)
+    out_console.print(f"tables.md, results.json and figures (fig9-10, placement) in {out}/")
 
 
 def _print_tables(tables: list[tuple[str, list[str], list[list[str]]]]) -> list[str]:
@@ -667,10 +712,12 @@ def print_result(result: dict[str, Any]) -> None:
             str(f["timeouts"]) if f["kind"] == "tcp" and f.get("timeouts") is not None else "–",
             _fmt(f.get("rtt_mean_s"), 1e3), _fmt(f.get("cwnd_mean_bytes"), 1 / 1024),
         )
-        for sub in f.get("subflows") or []:
+        for sub in paths_of(f):
             addrs = f"{sub['src_addr']} → {sub['dst_addr']}" if sub.get("src_addr") and sub.get("dst_addr") else ""
+            if sub.get("from"):
+                addrs = f"{sub['from']} → {sub['to']}"
             share = f"share {100 * sub['share']:.1f} %" if sub.get("share") is not None else ""
-            t.add_row(f"  └ {sub['name']}", "subflow", addrs,
+            t.add_row(f"  └ {sub['name']}", "leg" if sub.get("from") else "subflow", addrs,
                       _rate(sub.get("throughput_bps")), _rate(sub.get("goodput_bps")),
                       _fmt(sub["loss_rate"], 100) if sub.get("loss_rate") is not None else share,  # emu: no loss count
                       str(sub.get("retransmits", "–")), str(sub.get("timeouts", "–")),
@@ -680,7 +727,7 @@ def print_result(result: dict[str, Any]) -> None:
         out_console.print(f"… and {len(result['flows']) - MAX_ROWS} more flows (all of them: --json or --out)")
     print_links([(f["name"], f.get("links"), f["src"], f["dst"]) for f in result["flows"][:MAX_ROWS]]
                 + [(s["name"], s.get("links"), f["src"], f["dst"])
-                   for f in result["flows"][:MAX_ROWS] for s in f.get("subflows") or []])
+                   for f in result["flows"][:MAX_ROWS] for s in paths_of(f)])
     busy = [l for l in result["links"] if l["queue_drops"] or l["loss_drops"] or (l["utilisation"] or 0) >= 0.5]
     if busy:
         lt = Table(title="busy or lossy link directions")

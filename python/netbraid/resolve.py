@@ -316,6 +316,29 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
             )
         return have[index]
 
+    # proxies
+    proxies: list[dict[str, Any]] = []
+    proxy_at: dict[int, int] = {}  # node → its proxy
+    for i, p in enumerate(s.proxies):
+        where = f"proxies[{i}]"
+        try:
+            if backend == "emu":
+                raise ScenarioError(f"{where}: split-TCP proxies run on sim only for now; remove them or use --backend sim")
+            members = lookup(f"{where}.node", p.node)
+            if len(members) != 1:
+                raise ScenarioError(f"{where}.node: '{p.node}' is a group of {len(members)} nodes; "
+                                    "declare one proxy per node")
+            node = members[0]
+            if node in proxy_at:
+                raise ScenarioError(f"{where}.node: '{p.node}' already has a proxy (proxies[{proxy_at[node]}])")
+            tcp = tcp_config(s.tcp, p.tcp)
+            check_tcp(tcp, f"{where}.tcp", flow_sets_tcp=any(getattr(p.tcp, x) is not None for x in TCP_FIELDS),
+                      scenario_tcp=lambda: tcp_config(s.tcp), controller=True)
+            proxy_at[node] = len(proxies)
+            proxies.append({"node": node, "buffer_bytes": p.buffer, "tcp": tcp})
+        except ScenarioError as e:
+            problems.extend(e.problems)
+
     # flows
     duration = s.duration
     flows: list[dict[str, Any]] = []
@@ -352,6 +375,20 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                 tcp = tcp_config(s.tcp, f)
                 check_tcp(tcp, where, flow_sets_tcp=any(getattr(f, x) is not None for x in TCP_FIELDS),
                           scenario_tcp=lambda: tcp_config(s.tcp), controller=backend == "sim")
+            via = []
+            for k, name in enumerate(f.via or []):
+                if backend == "emu":
+                    raise ScenarioError(f"{where}.via: relaying through proxies runs on sim only for now; "
+                                        "remove it or use --backend sim")
+                node = lookup(f"{where}.via[{k}]", name)
+                if len(node) != 1:
+                    raise ScenarioError(f"{where}.via[{k}]: '{name}' is a group; name one node")
+                if node[0] not in proxy_at:
+                    raise ScenarioError(f"{where}.via[{k}]: '{name}' has no proxy (declare one: "
+                                        f"[[proxies]] node = \"{name}\")")
+                via.append(proxy_at[node[0]])
+            if f.read_rate is not None and via:
+                raise ScenarioError(f"{where}.read_rate: not with via (a slow reader behind proxies is not modelled yet)")
             for k, (a, b) in enumerate(expanded):
                 if a == b:
                     raise ScenarioError(f"{where}: from and to are the same node '{nodes[a]['name']}'")
@@ -379,6 +416,7 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                     spec.update(kind=f.kind, tcp=tcp, bytes=f.bytes)
                     if f.kind == "tcp":
                         spec["read_rate_bps"] = f.read_rate
+                        spec["via"] = via
                     if backend == "emu":
                         spec["explicit"] = explicit_tcp_fields(s.tcp, f)
                 elif f.kind == "cbr":
@@ -463,6 +501,7 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
         "links": links,
         "routes": routes,
         "flows": flows,
+        "proxies": proxies,
         "measure": {"start_ns": m.start, "stop_ns": stop, "interval_ns": m.interval},
         "pcap": pcaps,
     }

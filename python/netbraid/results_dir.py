@@ -18,13 +18,13 @@ from typing import Any
 
 from ._sim import __version__
 from .errors import DirectoryError
-from .tidy import FLOW_METRICS, SERIES_COLUMNS, links_text, series_rows
+from .tidy import FLOW_METRICS, SERIES_COLUMNS, links_text, paths_of, series_rows
 
 FLOW_COLUMNS = ["name", "kind", "src", "dst", *FLOW_METRICS, "links"]
 SUBFLOW_COLUMNS = [
     "flow", "name", "src_addr", "dst_addr", "throughput_bps", "goodput_bps", "loss_rate", "retransmits",
     "packets_sent", "packets_lost", "timeouts", "fast_retransmits", "rtt_mean_s", "srtt_s", "cwnd_mean_bytes",
-    "cwnd_bytes", "bytes_acked", "share", "links",
+    "cwnd_bytes", "bytes_acked", "share", "from", "to", "relay_buffer_max_bytes", "links",
 ]
 LINK_COLUMNS = ["name", "from", "to", "rate_bps", "delay_s", "tx_packets", "tx_bytes", "queue_drops", "loss_drops", "utilisation"]
 
@@ -159,7 +159,7 @@ def write_run(out: Path, result: dict[str, Any], resolved: dict[str, Any], scena
     (out / "result.json").write_text(json.dumps({k: v for k, v in result.items() if k != "series"}, indent=2))
     _write_csv(out / "flows.csv", FLOW_COLUMNS, [{**f, "links": links_text(f.get("links"))} for f in result["flows"]])
     subflows = [{**sub, "flow": f["name"], "links": links_text(sub.get("links"))}
-                for f in result["flows"] for sub in f.get("subflows") or []]
+                for f in result["flows"] for sub in paths_of(f)]
     if subflows:
         _write_csv(out / "subflows.csv", SUBFLOW_COLUMNS, subflows)
     _write_csv(out / "links.csv", LINK_COLUMNS, [{**l} for l in result["links"]])

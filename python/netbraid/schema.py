@@ -347,6 +347,23 @@ class SubflowPath(Strict):
     backup: Flag = False
 
 
+class Proxy(Strict):
+    """A split-TCP proxy (a PEP, or an overlay relay) on a node on the flows'
+    path. For every flow that names its node in `via`, it terminates the
+    incoming TCP connection — acknowledging data as it arrives — and relays
+    the bytes into a new TCP connection towards the next proxy or the
+    destination. `buffer`: the relay buffer between its two sockets, per
+    relayed flow (back-pressure: when it is full the proxy stops reading and
+    the incoming window closes). `tcp`: its sockets' settings, over the
+    scenario's [tcp]: the receiving side of the incoming leg (rcvbuf) and the
+    sending side of the outgoing one (cc, cc_params, sndbuf, recovery, …).
+    Simulator only."""
+
+    node: Name
+    buffer: Annotated[Size, Field(ge=1)] = 4 * 1024 * 1024
+    tcp: TcpOptions = TcpOptions()
+
+
 class Flow(TcpOptions):
     """Traffic from one host (or group) to another.
 
@@ -380,6 +397,10 @@ class Flow(TcpOptions):
     "pareto" with `shape`), as ns-2's Application/Traffic/Exponential and
     /Pareto (default packet size 210 B, as ns-2). For UDP kinds,
     `header_bytes` is the IP + UDP header per datagram (28; ns-2 adds none: 0).
+    `via` (kind = "tcp"): the nodes of the proxies the flow is relayed
+    through, in path order (each declared in [[proxies]] and on the route):
+    one TCP connection per leg; the flow's own TCP settings are the end
+    hosts' (the source's sender, the destination's receiver).
     With groups, members pair up; `count` makes that many parallel flows per
     pair; flow k starts at `start + k × start_step`, plus a random offset in
     [0, start_jitter) drawn from the run's seed (so replications differ).
@@ -405,6 +426,7 @@ class Flow(TcpOptions):
     opportunistic_retransmission: Optional[Flag] = None
     penalisation: Optional[Flag] = None
     reinjection: Optional[Literal["upstream", "subflow_timeout"]] = None
+    via: Optional[Annotated[list[Name], Field(max_length=16)]] = None
     rate: Optional[Rate] = None
     packet_size: Optional[Annotated[Size, Field(ge=1, le=65507)]] = None  # IPv4 UDP payload limit
     burst_time: Optional[Annotated[Time, Field(gt=0)]] = None
@@ -415,6 +437,8 @@ class Flow(TcpOptions):
     @model_validator(mode="after")
     def _fields_match_kind(self) -> "Flow":
         onoff_only = ("burst_time", "idle_time", "distribution", "shape")
+        if self.via is not None and self.kind != "tcp":
+            raise ValueError(f"via: only tcp flows are relayed through proxies, not kind = \"{self.kind}\"")
         if self.kind != "mptcp":
             for f in MPTCP_FIELDS:
                 if getattr(self, f) is not None:
@@ -505,6 +529,7 @@ class Scenario(Strict):
     links: list[Link] = []
     flows: list[Flow] = []
     routes: list[Route] = []
+    proxies: list[Proxy] = []
     measure: Measure = Measure()
     sweep: Optional[Sweep] = None
 
@@ -530,6 +555,9 @@ class Scenario(Strict):
 
     def add_flow(self, name: str, src: str, dst: str, **fields: Any) -> "Scenario":
         return self._append("flows", Flow, {"name": name, "from": src, "to": dst, **fields})
+
+    def add_proxy(self, node: str, **fields: Any) -> "Scenario":
+        return self._append("proxies", Proxy, {"node": node, **fields})
 
     def add_route(self, node: str, to: str, via: str, to_iface: int | None = None) -> "Scenario":
         return self._append("routes", Route, {"node": node, "to": to, "via": via, "to_iface": to_iface})

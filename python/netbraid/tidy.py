@@ -17,6 +17,12 @@ def links_text(links: list[str] | None) -> str | None:
     return None if links is None else ", ".join(links)
 
 
+def paths_of(f: dict[str, Any]) -> list[dict[str, Any]]:
+    """A flow's per-path results: an MPTCP flow's subflows, or the legs of a
+    flow relayed through proxies (these have `from` and `to` nodes)."""
+    return (f.get("subflows") or []) + (f.get("legs") or [])
+
+
 def flow_rows(result: dict[str, Any], context: dict[str, Any]) -> list[dict[str, Any]]:
     """Rows for one run; `context` (run id, seed, swept values, …) leads each
     row. A subflow row has the flow's name and context, `subflow` set, and
@@ -28,7 +34,7 @@ def flow_rows(result: dict[str, Any], context: dict[str, Any]) -> list[dict[str,
         row.update({m: f.get(m) for m in FLOW_METRICS})
         row.update({"links": links_text(f.get("links")), "events": result["events"], "wall_s": result["wall_s"]})
         rows.append(row)
-        for sub in f.get("subflows") or []:
+        for sub in paths_of(f):
             srow = {**row, "subflow": sub["name"], "links": None, **{m: None for m in FLOW_METRICS}}
             for k, v in sub.items():
                 if k == "name":
@@ -44,12 +50,16 @@ def flow_rows(result: dict[str, Any], context: dict[str, Any]) -> list[dict[str,
     return rows
 
 
-SERIES_COLUMNS = ["throughput_bps", "goodput_bps", "cwnd_bytes", "srtt_s"]
+#: Per sample; `relay_buffer_bytes` only on the legs of a relayed flow that
+#: leave a proxy (that proxy's relay buffer), empty elsewhere.
+SERIES_COLUMNS = ["throughput_bps", "goodput_bps", "cwnd_bytes", "srtt_s", "relay_buffer_bytes"]
 
 
 def _series_of(fs: dict[str, Any], times: list[float], flow: str, subflow: str | None,
-               context: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{**context, "time_s": t, "flow": flow, "subflow": subflow, **{c: fs[c][i] for c in SERIES_COLUMNS}}
+               context: dict[str, Any], relay: list[int] | None = None) -> list[dict[str, Any]]:
+    cols = {c: fs[c] for c in SERIES_COLUMNS if c in fs and c != "relay_buffer_bytes"}
+    return [{**context, "time_s": t, "flow": flow, "subflow": subflow, **{c: v[i] for c, v in cols.items()},
+             "relay_buffer_bytes": relay[i] if relay else None}
             for i, t in enumerate(times)]
 
 
@@ -63,6 +73,9 @@ def series_rows(result: dict[str, Any], context: dict[str, Any]) -> list[dict[st
     rows = []
     for fs in series["flows"]:
         rows += _series_of(fs, series["time_s"], fs["name"], None, context)
-        for sub in fs.get("subflows") or []:
-            rows += _series_of(sub, series["time_s"], fs["name"], sub["name"], context)
+        relays = fs.get("relay_buffer_bytes") or []
+        for k, sub in enumerate(fs.get("subflows") or []):
+            # leg k ≥ 1 leaves proxy k − 1
+            relay = relays[k - 1] if 0 < k <= len(relays) else None
+            rows += _series_of(sub, series["time_s"], fs["name"], sub["name"], context, relay)
     return rows

@@ -58,8 +58,10 @@ pub struct Path {
     pub remote_port: u16,
     /// First channel: the link direction leaving `local`.
     pub out_channel: ChannelId,
-    /// The endpoint at the other end.
+    /// The endpoint at the other end, and the index this path has there
+    /// (the same as here, except at a relay, whose legs are its paths 0 and 1).
     pub peer: EndpointId,
+    pub peer_path: u8,
     /// The simulation's record of this path (accounting, links used); the
     /// two ends of a path share it. Paths of one endpoint may belong to
     /// different flows (a relay's two legs).
@@ -140,5 +142,9 @@ pub trait Endpoint {
     fn snapshot(&mut self, now: Time, scope: Scope) -> Snapshot;
     fn report(&self) -> Report {
         Report::default()
+    }
+    /// For a relay: the bytes its buffer holds now, and the most it has held.
+    fn relay_buffer(&self) -> Option<(u64, u64)> {
+        None
     }
 }

@@ -18,6 +18,9 @@ pub struct Scenario {
     #[serde(default)]
     pub routes: Vec<RouteSpec>,
     pub flows: Vec<FlowSpec>,
+    /// Split-TCP proxies: relays on nodes that flows name in `via`.
+    #[serde(default)]
+    pub proxies: Vec<ProxySpec>,
     pub measure: MeasureSpec,
     #[serde(default)]
     pub pcap: Vec<PcapSpec>,
@@ -133,8 +136,25 @@ pub struct FlowSpec {
     #[serde(default)]
     pub start_jitter_ns: u64,
     pub stop_ns: Option<u64>,
+    /// The proxies (indices into `Scenario::proxies`) the flow is relayed
+    /// through, in path order: one TCP connection per leg.
+    #[serde(default)]
+    pub via: Vec<u32>,
     #[serde(flatten)]
     pub kind: FlowKind,
+}
+
+/// A split-TCP proxy on a node: for each flow relayed through it, it
+/// terminates the incoming leg and opens the outgoing one.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProxySpec {
+    pub node: u32,
+    /// The relay buffer between the two sockets of each relayed flow, bytes.
+    pub buffer_bytes: u64,
+    /// Its sockets: the receiver of the incoming leg, the sender (and
+    /// controller) of the outgoing one.
+    pub tcp: TcpConfig,
 }
 
 /// One path of a flow: the interfaces it leaves from and is addressed to

@@ -5,6 +5,6 @@ pub mod queue;
 pub mod rng;
 pub mod time;
 
-pub use queue::EventQueue;
+pub use queue::{EventKey, EventQueue};
 pub use rng::RandomStream;
 pub use time::Time;

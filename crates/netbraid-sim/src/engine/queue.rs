@@ -8,6 +8,16 @@ use super::Time;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
+/// A place in the order of events: (time, sequence), as `reserve` gave it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct EventKey(u128);
+
+impl EventKey {
+    pub fn time(&self) -> Time {
+        (self.0 >> 64) as Time
+    }
+}
+
 struct Entry<E> {
     /// Time in the high 64 bits, sequence in the low 64: one integer compare.
     key: u128,
@@ -76,11 +86,27 @@ impl<E> EventQueue<E> {
     /// Schedule `event` at absolute time `at`. Scheduling in the past is a
     /// logic error of the caller; such an event runs "now" to keep time monotone.
     pub fn schedule(&mut self, at: Time, event: E) {
+        let key = self.reserve(at);
+        self.schedule_reserved(key, event);
+    }
+
+    /// Take the place in the order that an event scheduled now at `at`
+    /// would have, without putting anything in the heap yet. Events that
+    /// happen in a known order (arrivals on one link) wait outside the heap
+    /// with their place, and enter it one at a time: the heap stays small
+    /// and the order of events is exactly what scheduling them all would give.
+    pub fn reserve(&mut self, at: Time) -> EventKey {
         debug_assert!(at >= self.now, "event scheduled in the past");
         let at = at.max(self.now);
         let key = ((at as u128) << 64) | self.next_seq as u128;
         self.next_seq += 1;
-        self.heap.push(Entry { key, event });
+        EventKey(key)
+    }
+
+    /// Schedule `event` in the place `key` reserved.
+    pub fn schedule_reserved(&mut self, key: EventKey, event: E) {
+        debug_assert!((key.0 >> 64) as Time >= self.now, "a reserved place already passed");
+        self.heap.push(Entry { key: key.0, event });
     }
 
     /// Time of the next event, if any.
@@ -120,6 +146,20 @@ mod tests {
         }
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).map(|(_, e)| e).collect();
         assert_eq!(order, (0..100).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn reserved_places_keep_the_order_of_scheduling() {
+        // scheduling a, b, c at once, or reserving b's place and scheduling
+        // it only after a ran, gives the same order
+        let mut q = EventQueue::new();
+        q.schedule(10, 'a');
+        let b = q.reserve(20);
+        q.schedule(20, 'c');
+        assert_eq!(q.pop(), Some((10, 'a')));
+        q.schedule_reserved(b, 'b');
+        assert_eq!(q.pop(), Some((20, 'b')));
+        assert_eq!(q.pop(), Some((20, 'c')));
     }
 
     #[test]

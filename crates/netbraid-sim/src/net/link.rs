@@ -8,7 +8,8 @@ use super::queue::DropTailQueue;
 use super::red::{Red, RedVerdict};
 use super::{ChannelId, IfaceId, NodeId};
 use crate::engine::time::serialisation_time;
-use crate::engine::Time;
+use crate::engine::{EventKey, Time};
+use std::collections::VecDeque;
 use crate::ids::PacketRef;
 
 crate::counters! {
@@ -42,8 +43,10 @@ pub struct Channel {
     pub loss: LossProcess,
     /// Packet being serialised, if any.
     pub transmitting: Option<PacketRef>,
-    /// Packets propagating on the wire (for in-flight accounting).
-    pub on_wire: u64,
+    /// Packets propagating on the wire, in order, each with its place in
+    /// the event order: they arrive in the order they left (the delay is
+    /// the same for all), so only the first needs an event in the queue.
+    pub propagating: VecDeque<(EventKey, PacketRef)>,
     pub counters: ChannelCounters,
 }
 
@@ -85,8 +88,6 @@ impl Channel {
         let lost = self.loss.lose_next();
         if lost {
             self.counters.loss_drops += 1;
-        } else {
-            self.on_wire += 1;
         }
         let next_done_in = match self.queue.pop() {
             Some(next) => {
@@ -109,11 +110,6 @@ impl Channel {
         }
     }
 
-    /// A packet reached the far end.
-    #[inline]
-    pub fn arrived(&mut self) {
-        self.on_wire -= 1;
-    }
 
     /// Offer a packet to the channel's queue/transmitter; `ect` says the
     /// packet may be ECN-marked instead of dropped.

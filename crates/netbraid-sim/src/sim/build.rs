@@ -3,9 +3,9 @@
 //! panic. One function per thing built: the links, the routing, the flows
 //! (with their paths and endpoints), the captures.
 
-use super::flows::{builtin, EndpointFactory, FlowSetup};
+use super::flows::{builtin, relay, EndpointFactory, FlowSetup};
 use super::measure::Meter;
-use super::{Flow, Simulation, Slot, Tracks};
+use super::{Flow, Leg, Simulation, Slot, Tracks};
 use crate::endpoint::Path;
 use crate::engine::time::serialisation_time;
 use crate::engine::{EventQueue, RandomStream, Time};
@@ -18,8 +18,9 @@ use crate::net::queue::{DropTailQueue, QueueLimit};
 use crate::net::red::Red;
 use crate::net::routing::{Graph, RoutingTable};
 use crate::net::{ChannelId, IfaceId, NodeId};
-use crate::scenario::{DirectionSpec, FlowSpec, LossSpec, PathSpec, Scenario};
+use crate::scenario::{DirectionSpec, FlowSpec, LossSpec, PathSpec, ProxySpec, Scenario};
 use crate::trace::pcap::Captures;
+use std::collections::VecDeque;
 
 /// Largest time the engine accepts (about 115 days): every sum of times then
 /// stays far inside u64 nanoseconds.
@@ -227,7 +228,7 @@ fn build_network(scn: &Scenario) -> Result<Network, SimError> {
                 }),
                 loss: LossProcess::new(LossModel::from(&spec.loss), stream),
                 transmitting: None,
-                on_wire: 0,
+                propagating: VecDeque::new(),
                 counters: ChannelCounters::default(),
             });
         }
@@ -328,6 +329,14 @@ fn build_flows(
     let mut endpoints = Vec::with_capacity(scn.flows.len() * 2);
     let mut flows = Vec::with_capacity(scn.flows.len());
     let mut next_port = 0u32;
+    for (i, p) in scn.proxies.iter().enumerate() {
+        if p.node as usize >= n_nodes {
+            return Err(SimError::invalid(
+                format!("proxies[{i}].node"),
+                format!("node index {} does not exist", p.node),
+            ));
+        }
+    }
     for (i, f) in scn.flows.iter().enumerate() {
         let field = format!("flow '{}'", f.name);
         check_time(&format!("{field}.start"), f.start_ns)?;
@@ -355,40 +364,67 @@ fn build_flows(
                 format!("{} paths (allowed: up to 64)", f.paths.len()),
             ));
         }
-        let (s, r) = (
-            EndpointId(endpoints.len() as u32),
-            EndpointId(endpoints.len() as u32 + 1),
-        );
-        let mut sender_paths = Vec::new();
-        let mut receiver_paths = Vec::new();
-        for (k, p) in paths_of(f).iter().enumerate() {
+        // Each leg: (sending end, receiving end, interfaces); one leg unless
+        // the flow is relayed, and then one per connection between proxies.
+        let legs: Vec<(NodeId, NodeId, PathSpec)> = if f.via.is_empty() {
+            paths_of(f)
+                .into_iter()
+                .map(|p| (NodeId(f.src), NodeId(f.dst), p))
+                .collect()
+        } else {
+            relay_legs(net, &name_of, &field, f, &scn.proxies)?
+        };
+        let relayed = !f.via.is_empty();
+        let first = endpoints.len() as u32;
+        // endpoints: the sender, one relay per proxy, the receiver
+        let n_ends = if relayed { legs.len() + 1 } else { 2 };
+        let (s, r) = (EndpointId(first), EndpointId(first + n_ends as u32 - 1));
+        let mut paths: Vec<Vec<Path>> = vec![Vec::new(); n_ends];
+        let mut flow_legs = Vec::new();
+        for (k, (from, to, p)) in legs.iter().enumerate() {
             let where_ = if f.paths.is_empty() {
                 field.clone()
             } else {
                 format!("{field}.paths[{k}]")
             };
-            let (out_channel, dst_iface, back_channel) = route_path(net, &name_of, &where_, f, p)?;
+            let (tx_end, rx_end) = if relayed { (k, k + 1) } else { (0, 1) };
+            if let Some(d) = p.dst_iface {
+                net.routes
+                    .add_destination(IfaceId(d))
+                    .map_err(|e| SimError::invalid("", e))?;
+            }
+            let (out_channel, dst_iface, back_channel) = route_path(net, &name_of, &where_, (*from, *to), p)?;
             let client_port = FIRST_CLIENT_PORT + (next_port % (u16::MAX - FIRST_CLIENT_PORT) as u32) as u16;
             next_port += 1;
             let src_iface = out_channel.from_iface();
             let track = tracks.add(1).start;
-            sender_paths.push(Path {
+            let (tx_id, rx_id) = (EndpointId(first + tx_end as u32), EndpointId(first + rx_end as u32));
+            let (tx_path, rx_path) = (paths[tx_end].len() as u8, paths[rx_end].len() as u8);
+            flow_legs.push(Leg {
+                sender: tx_id,
+                sender_path: tx_path,
+                receiver: rx_id,
+                receiver_path: rx_path,
+            });
+            paths[tx_end].push(Path {
                 local: src_iface,
                 remote: dst_iface,
                 local_port: client_port,
                 remote_port: SERVER_PORT,
                 out_channel,
-                peer: r,
+                peer: rx_id,
+                peer_path: rx_path,
                 track,
                 sends_data: true,
             });
-            receiver_paths.push(Path {
+            paths[rx_end].push(Path {
                 local: dst_iface,
                 remote: src_iface,
                 local_port: SERVER_PORT,
                 remote_port: client_port,
                 out_channel: back_channel,
-                peer: s,
+                peer: tx_id,
+                peer_path: tx_path,
                 track,
                 sends_data: false,
             });
@@ -407,23 +443,26 @@ fn build_flows(
             seed: scn.seed,
             start,
             stop: f.stop_ns.unwrap_or(Time::MAX),
-            paths: sender_paths.len(),
+            paths: if relayed { 1 } else { legs.len() },
         };
         let (sender, receiver) = factory(f, &setup)?;
+        let mut ends = vec![sender];
+        for (k, &p) in f.via.iter().enumerate() {
+            let proxy = &scn.proxies[p as usize];
+            let proxy_field = format!("proxies[{p}]");
+            ends.push(relay(f, &setup, proxy, k, &proxy_field)?);
+        }
+        ends.push(receiver);
         let flow = FlowId(i as u32);
-        let flow_tracks = sender_paths[0].track..sender_paths[sender_paths.len() - 1].track + 1;
-        endpoints.push(Slot {
-            endpoint: sender,
-            flow,
-            paths: sender_paths,
-            wake_at: None,
-        });
-        endpoints.push(Slot {
-            endpoint: receiver,
-            flow,
-            paths: receiver_paths,
-            wake_at: None,
-        });
+        let first_track = paths[0][0].track;
+        for (endpoint, paths) in ends.into_iter().zip(paths) {
+            endpoints.push(Slot {
+                endpoint,
+                flow,
+                paths,
+                wake_at: None,
+            });
+        }
         flows.push(Flow {
             name: f.name.clone(),
             src: NodeId(f.src),
@@ -432,10 +471,113 @@ fn build_flows(
             receiver: r,
             start,
             stop: f.stop_ns,
-            tracks: flow_tracks,
+            tracks: first_track..first_track + legs.len() as u32,
+            legs: if relayed { flow_legs } else { Vec::new() },
         });
     }
+    for (i, p) in scn.proxies.iter().enumerate() {
+        if !scn.flows.iter().any(|f| f.via.contains(&(i as u32))) {
+            return Err(SimError::invalid(
+                format!("proxies[{i}].node"),
+                format!(
+                    "no flow passes through the proxy on '{}' (name it in a flow's via, or remove the proxy)",
+                    name_of(NodeId(p.node))
+                ),
+            ));
+        }
+    }
     Ok((endpoints, flows))
+}
+
+/// The legs of a flow relayed through proxies, along its end-to-end route:
+/// leg k runs from the previous proxy (or the source) to the interface by
+/// which the route enters the next proxy (or the destination), and leaves
+/// that proxy by the route's next link. Each proxy must be on the route, in
+/// the order `via` names them.
+fn relay_legs(
+    net: &mut Network,
+    name_of: &dyn Fn(NodeId) -> String,
+    field: &str,
+    f: &FlowSpec,
+    proxies: &[ProxySpec],
+) -> Result<Vec<(NodeId, NodeId, PathSpec)>, SimError> {
+    if !f.paths.is_empty() {
+        return Err(SimError::invalid(
+            format!("{field}.via"),
+            "a relayed flow has one path (remove `paths`)",
+        ));
+    }
+    let (src, dst) = (NodeId(f.src), NodeId(f.dst));
+    let e2e = PathSpec {
+        src_iface: f.src_iface,
+        dst_iface: f.dst_iface,
+    };
+    let (first, dst_iface, _) = route_path(net, name_of, field, (src, dst), &e2e)?;
+    // the route's links, hop by hop (checked loop-free by route_path)
+    let mut hops = vec![first];
+    while net.channels[hops[hops.len() - 1].idx()].to != dst && hops.len() <= net.channels.len() {
+        let node = net.channels[hops[hops.len() - 1].idx()].to;
+        match net.routes.lookup(node, dst_iface).channel() {
+            Some(next) => hops.push(next),
+            None => break,
+        }
+    }
+    let route: Vec<String> = std::iter::once(name_of(src))
+        .chain(hops.iter().map(|c| name_of(net.channels[c.idx()].to)))
+        .collect();
+    let mut legs = Vec::with_capacity(f.via.len() + 1);
+    let (mut from, mut from_iface, mut pos) = (src, f.src_iface, 0);
+    for (k, &p) in f.via.iter().enumerate() {
+        let where_ = format!("{field}.via[{k}]");
+        let proxy = proxies
+            .get(p as usize)
+            .ok_or_else(|| SimError::invalid(&where_, format!("proxy {p} does not exist")))?;
+        let node = NodeId(proxy.node);
+        if node == src || node == dst {
+            return Err(SimError::invalid(
+                where_,
+                format!("'{}' is an end of the flow; a proxy sits between them", name_of(node)),
+            ));
+        }
+        let at = |range: &[ChannelId]| range.iter().position(|c| net.channels[c.idx()].to == node);
+        let Some(i) = at(&hops[pos..]).map(|i| i + pos) else {
+            let why = if at(&hops[..pos]).is_some() {
+                format!(
+                    "'{}' comes before '{}' on the route (list proxies in path order: {})",
+                    name_of(node),
+                    name_of(from),
+                    route.join(" → ")
+                )
+            } else {
+                format!(
+                    "'{}' is not on the route from '{}' to '{}' ({})",
+                    name_of(node),
+                    name_of(src),
+                    name_of(dst),
+                    route.join(" → ")
+                )
+            };
+            return Err(SimError::invalid(where_, why));
+        };
+        legs.push((
+            from,
+            node,
+            PathSpec {
+                src_iface: from_iface,
+                dst_iface: Some(hops[i].to_iface().0),
+            },
+        ));
+        (from, from_iface, pos) = (node, Some(hops[i + 1].from_iface().0), i + 1);
+    }
+    legs.push((
+        from,
+        dst,
+        PathSpec {
+            src_iface: from_iface,
+            dst_iface: Some(dst_iface.0),
+        },
+    ));
+    Ok(legs)
 }
 
 /// One path of a flow: its first channel, the destination interface, and
@@ -444,10 +586,9 @@ fn route_path(
     net: &mut Network,
     name_of: &dyn Fn(NodeId) -> String,
     field: &str,
-    f: &FlowSpec,
+    (src, dst): (NodeId, NodeId),
     p: &PathSpec,
 ) -> Result<(ChannelId, IfaceId, ChannelId), SimError> {
-    let (src, dst) = (NodeId(f.src), NodeId(f.dst));
     let dst_iface = match p.dst_iface.map(IfaceId) {
         Some(x) if net.iface_node.get(x.idx()) == Some(&dst) => x,
         Some(x) => {

@@ -2,11 +2,13 @@
 //! the one place a new kind is registered (`builtin`). A library user (or a
 //! test) can pass a factory of its own to `Simulation::with_factory`.
 
-use crate::app::{BulkSender, CbrSource, OnOffDistribution, OnOffSource, ReadPolicy, Reader, TcpReader, UdpSink};
+use crate::app::{
+    BulkSender, CbrSource, OnOffDistribution, OnOffSource, ReadPolicy, Reader, Relay, TcpReader, UdpSink,
+};
 use crate::endpoint::Endpoint;
 use crate::engine::{RandomStream, Time};
 use crate::error::SimError;
-use crate::scenario::{FlowKind, FlowSpec};
+use crate::scenario::{FlowKind, FlowSpec, ProxySpec};
 use crate::transport::mptcp::{MptcpReceiver, MptcpSender};
 use crate::transport::tcp::{TcpReceiver, TcpSender};
 use rand::RngCore;
@@ -44,6 +46,36 @@ fn controller(
         .inner()
         .next_u64();
     crate::cc::build(&format!("{}.", setup.field), &tcp.cc, &tcp.cc_params, cfg)
+}
+
+/// The relay a proxy runs for `spec`'s leg `leg` → `leg + 1` (a TCP flow;
+/// `field` names the proxy in messages).
+pub fn relay(spec: &FlowSpec, setup: &FlowSetup, proxy: &ProxySpec, leg: usize, field: &str) -> Result<Box<dyn Endpoint>, SimError> {
+    let FlowKind::Tcp { bytes, .. } = &spec.kind else {
+        return Err(SimError::invalid(
+            format!("{}.via", setup.field),
+            "only TCP flows can be relayed through proxies",
+        ));
+    };
+    let tcp = &proxy.tcp;
+    tcp.validate(&format!("{field}.tcp."))?;
+    if proxy.buffer_bytes < tcp.mss as u64 {
+        return Err(SimError::invalid(
+            format!("{field}.buffer"),
+            format!(
+                "{} B is smaller than one segment (allowed: at least the MSS, {} B)",
+                proxy.buffer_bytes, tcp.mss
+            ),
+        ));
+    }
+    let cc = controller(spec, setup, tcp, &format!("leg {}", leg + 1))?;
+    Ok(Box::new(Relay::new(
+        TcpReceiver::new(tcp),
+        TcpSender::new(tcp.clone(), cc),
+        proxy.buffer_bytes,
+        tcp.rcvbuf,
+        *bytes,
+    )))
 }
 
 /// The flow kinds netbraid has.

@@ -4,6 +4,7 @@
 
 use super::{FlowAccounting, Simulation};
 use crate::endpoint::{Scope, SenderState};
+use crate::ids::EndpointId;
 use crate::engine::Time;
 use crate::net::link::ChannelCounters;
 use crate::trace::counters::TransportCounters;
@@ -55,6 +56,9 @@ pub(super) struct Snapshot {
 impl Simulation {
     /// One end's and the network's counters of flow `f`, for `scope`.
     fn counts(&mut self, now: Time, f: usize, scope: Scope) -> Counts {
+        if !self.flows[f].legs.is_empty() {
+            return self.relayed_counts(now, f, scope);
+        }
         let (sender, receiver) = (self.flows[f].sender, self.flows[f].receiver);
         let tx = self.endpoints[sender.idx()].endpoint.snapshot(now, scope);
         let rx = self.endpoints[receiver.idx()].endpoint.snapshot(now, scope);
@@ -70,11 +74,53 @@ impl Simulation {
         }
     }
 
+    /// A relayed flow: per leg, that connection's two ends; end to end, every
+    /// leg's sending side (retransmissions, timeouts on any leg) and the
+    /// destination's receiving side (what the application got), with the
+    /// source's window and RTT (the first leg's: what the sending host sees).
+    fn relayed_counts(&mut self, now: Time, f: usize, scope: Scope) -> Counts {
+        let flow = &self.flows[f];
+        let (legs, tracks) = (flow.legs.clone(), flow.tracks.clone());
+        let mut side = |ep: EndpointId, path: u8| self.endpoints[ep.idx()].endpoint.snapshot(now, Scope::Path(path as usize));
+        match scope {
+            Scope::Path(k) => {
+                let leg = legs[k];
+                let tx = side(leg.sender, leg.sender_path);
+                let rx = side(leg.receiver, leg.receiver_path);
+                Counts {
+                    transport: tx.counters.plus(&rx.counters),
+                    acct: self.tracks.acct[tracks.start as usize + k],
+                    sender: tx.sender,
+                }
+            }
+            Scope::All => {
+                let last = legs[legs.len() - 1];
+                let mut transport = side(last.receiver, last.receiver_path).counters;
+                let source = side(legs[0].sender, legs[0].sender_path);
+                for leg in &legs {
+                    transport = transport.plus(&side(leg.sender, leg.sender_path).counters);
+                }
+                let c = &source.counters;
+                (transport.cwnd_area, transport.rtt_samples, transport.rtt_sum_ns) =
+                    (c.cwnd_area, c.rtt_samples, c.rtt_sum_ns);
+                let sender = source.sender;
+                Counts {
+                    transport,
+                    acct: self.tracks.acct(tracks),
+                    sender,
+                }
+            }
+        }
+    }
+
     pub(super) fn snapshot(&mut self, now: Time) -> Snapshot {
         let flows = (0..self.flows.len())
             .map(|f| {
                 let total = self.counts(now, f, Scope::All);
-                let n = self.endpoints[self.flows[f].sender.idx()].endpoint.path_count();
+                let n = match self.flows[f].legs.len() {
+                    0 => self.endpoints[self.flows[f].sender.idx()].endpoint.path_count(),
+                    legs => legs,
+                };
                 let paths = if n > 1 {
                     (0..n).map(|i| self.counts(now, f, Scope::Path(i))).collect()
                 } else {
@@ -128,6 +174,18 @@ impl Simulation {
                         .push(FlowSeries::padded(format!("{}#{k}", fs.name), back - 1));
                 }
                 push_sample(&mut fs.subflows[k], pa, pb, dt);
+            }
+        }
+        for (f, fs) in self.flows.iter().zip(series.flows.iter_mut()) {
+            for (k, leg) in f.legs.iter().skip(1).enumerate() {
+                let (held, _) = self.endpoints[leg.sender.idx()]
+                    .endpoint
+                    .relay_buffer()
+                    .expect("a leg after the first leaves a relay");
+                if fs.relay_buffer_bytes.len() <= k {
+                    fs.relay_buffer_bytes.push(vec![0; fs.time_len() - 1]);
+                }
+                fs.relay_buffer_bytes[k].push(held);
             }
         }
         for (i, c) in self.channels.iter().enumerate() {

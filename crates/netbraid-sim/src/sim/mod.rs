@@ -30,8 +30,8 @@ use measure::Meter;
 enum Event {
     /// A channel finished serialising its current packet.
     TxDone(ChannelId),
-    /// A packet reached the far end of a channel.
-    Arrive(ChannelId, PacketRef),
+    /// The first packet propagating on a channel reached its far end.
+    Arrive(ChannelId),
     /// An endpoint asked to be woken (timers).
     Wake(EndpointId),
     /// A flow's application starts.
@@ -129,6 +129,18 @@ struct Flow {
     stop: Option<Time>,
     /// Its paths' tracks.
     tracks: std::ops::Range<u32>,
+    /// A relayed flow's connections, one per leg (track `tracks.start + k`);
+    /// empty for a flow whose two ends are `sender` and `receiver`.
+    legs: Vec<Leg>,
+}
+
+/// One connection of a relayed flow: which endpoints, on which of their paths.
+#[derive(Clone, Copy, Debug)]
+struct Leg {
+    sender: EndpointId,
+    sender_path: u8,
+    receiver: EndpointId,
+    receiver_path: u8,
 }
 
 pub struct Simulation {
@@ -158,6 +170,19 @@ pub struct Simulation {
 }
 
 impl Simulation {
+    /// The two ends of path (or leg) `k` of flow `f`: (endpoint, its path
+    /// index) for the sending end, then for the receiving end.
+    fn ends_of(&self, f: usize, k: usize) -> ((EndpointId, usize), (EndpointId, usize)) {
+        let flow = &self.flows[f];
+        match flow.legs.get(k) {
+            Some(l) => (
+                (l.sender, l.sender_path as usize),
+                (l.receiver, l.receiver_path as usize),
+            ),
+            None => ((flow.sender, k), (flow.receiver, k)),
+        }
+    }
+
     /// The forwarding table as a real network needs it: for every node and
     /// every host interface, the equal-cost channels a packet for that
     /// interface leaves by (static routes included). The emu backend installs
@@ -225,7 +250,7 @@ impl Simulation {
     fn handle(&mut self, now: Time, ev: Event) {
         match ev {
             Event::TxDone(ch) => self.on_tx_done(now, ch),
-            Event::Arrive(ch, p) => self.on_arrive(now, ch, p),
+            Event::Arrive(ch) => self.on_arrive(now, ch),
             Event::Wake(ep) => {
                 let slot = &mut self.endpoints[ep.idx()];
                 if slot.wake_at == Some(now) {
@@ -271,7 +296,7 @@ impl Simulation {
                 src_port: path.local_port,
                 dst_port: path.remote_port,
                 endpoint: path.peer,
-                path: tx.path,
+                path: path.peer_path,
                 flow: slot.flow,
                 track: path.track,
                 data: path.sends_data,
@@ -321,7 +346,13 @@ impl Simulation {
         let c = &mut self.channels[ch.idx()];
         let done = c.complete(now, |p| pool.get(p).size);
         if !done.lost {
-            self.events.schedule(now + c.delay, Event::Arrive(ch, done.packet));
+            // Only the first packet on the wire has its arrival in the queue;
+            // the others wait in order with their place (`on_arrive`).
+            let key = self.events.reserve(now + c.delay);
+            if c.propagating.is_empty() {
+                self.events.schedule_reserved(key, Event::Arrive(ch));
+            }
+            c.propagating.push_back((key, done.packet));
         }
         if let Some(d) = done.next_done_in {
             self.events.schedule(now + d, Event::TxDone(ch));
@@ -336,9 +367,12 @@ impl Simulation {
         }
     }
 
-    fn on_arrive(&mut self, now: Time, ch: ChannelId, p: PacketRef) {
+    fn on_arrive(&mut self, now: Time, ch: ChannelId) {
         let c = &mut self.channels[ch.idx()];
-        c.arrived();
+        let (_, p) = c.propagating.pop_front().expect("an arrival without a packet on the wire");
+        if let Some(&(next, _)) = c.propagating.front() {
+            self.events.schedule_reserved(next, Event::Arrive(ch));
+        }
         let node = c.to;
         let pkt = self.pool.get(p);
         if self.iface_node[pkt.dst.idx()] == node {

@@ -78,6 +78,10 @@ pub struct FlowResult {
     /// Per path, for flows with several (MPTCP subflows); absent otherwise.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub subflows: Vec<SubflowResult>,
+    /// Per connection, for a flow relayed through proxies (leg 0 leaves the
+    /// source, the last reaches the destination); absent otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub legs: Vec<SubflowResult>,
     /// Whole-run byte accounting of this flow's packets, both directions.
     pub accounting: Accounting,
 }
@@ -106,6 +110,14 @@ pub struct SubflowResult {
     /// This path's share of the flow's goodput.
     pub share: Option<f64>,
     pub links: Vec<String>,
+    /// A relayed flow's leg: the nodes it joins.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// A leg that leaves a proxy: the most its relay buffer held (whole run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub relay_buffer_max_bytes: Option<u64>,
 }
 
 /// Conservation: sent = delivered + dropped + in_flight, counted separately.
@@ -159,6 +171,10 @@ fn rates(c: &Counts, window: f64) -> Rates {
 }
 
 impl Simulation {
+    fn node_name_of_iface(&self, iface: crate::net::IfaceId) -> String {
+        self.node_names[self.iface_node[iface.idx()].idx()].clone()
+    }
+
     /// Names of the channels the tracks `tracks` (paths of flow `f`) used.
     fn link_names(&self, f: usize, tracks: std::ops::Range<u32>) -> Vec<String> {
         let used = if self.mark_links {
@@ -180,14 +196,12 @@ impl Simulation {
         for t in tracks {
             let acct = &self.tracks.acct[t as usize];
             let k = (t - flow.tracks.start) as usize;
-            for (end, sent) in [
-                (flow.sender, acct.data_packets_sent),
-                (flow.receiver, acct.ack_packets_sent),
-            ] {
+            let (tx, rx) = self.ends_of(f, k);
+            for ((end, idx), sent) in [(tx, acct.data_packets_sent), (rx, acct.ack_packets_sent)] {
                 if sent == 0 {
                     continue;
                 }
-                let path = self.endpoints[end.idx()].paths[k];
+                let path = self.endpoints[end.idx()].paths[idx];
                 let target = self.iface_node[path.remote.idx()];
                 let mut ch = path.out_channel;
                 // Routes were checked loop-free when the flow was built.
@@ -235,10 +249,15 @@ impl Simulation {
                 .snapshot(end, Scope::All)
                 .sender;
             let endpoint = &self.endpoints[sender_ep.idx()];
-            let report = endpoint.endpoint.report();
+            let mut report = endpoint.endpoint.report();
             let f = &self.flows[i];
+            if let Some(last) = f.legs.last() {
+                // a relayed transfer is complete when the destination has it all
+                report.completed_at = self.endpoints[last.sender.idx()].endpoint.report().completed_at;
+            }
+            let relayed = !f.legs.is_empty();
             let acct = self.tracks.acct(f.tracks.clone());
-            let subflows = a
+            let paths: Vec<SubflowResult> = a
                 .paths
                 .iter()
                 .zip(&b.paths)
@@ -246,7 +265,9 @@ impl Simulation {
                 .map(|(k, (pa, pb))| {
                     let pc = pa.since(pb);
                     let pr = rates(&pc, window);
-                    let path = &endpoint.paths[k];
+                    let ((tx, tx_path), (rx, _)) = self.ends_of(i, k);
+                    let path = &self.endpoints[tx.idx()].paths[tx_path];
+                    let relay = self.endpoints[tx.idx()].endpoint.relay_buffer();
                     SubflowResult {
                         name: format!("{}#{k}", f.name),
                         src_addr: format_addr(iface_addr(path.local)),
@@ -264,11 +285,15 @@ impl Simulation {
                         srtt_s: pa.sender.and_then(|s| s.srtt).map(as_secs_f64),
                         cwnd_mean_bytes: pr.cwnd_mean_bytes,
                         cwnd_bytes: pa.sender.map(|s| s.cwnd),
-                        share: (r.goodput_bps > 0.0).then(|| pr.goodput_bps / r.goodput_bps),
+                        share: (!relayed && r.goodput_bps > 0.0).then(|| pr.goodput_bps / r.goodput_bps),
                         links: self.link_names(i, f.tracks.start + k as u32..f.tracks.start + k as u32 + 1),
+                        from: relayed.then(|| self.node_name_of_iface(path.local)),
+                        to: relayed.then(|| self.node_name_of_iface(self.endpoints[rx.idx()].paths[0].local)),
+                        relay_buffer_max_bytes: relay.map(|(_, peak)| peak),
                     }
                 })
                 .collect();
+            let (subflows, legs) = if relayed { (Vec::new(), paths) } else { (paths, Vec::new()) };
             let log = report.congestion_log;
             flows.push(FlowResult {
                 name: f.name.clone(),
@@ -302,6 +327,7 @@ impl Simulation {
                 congestion_events: (!log.is_empty()).then_some(log),
                 links: self.link_names(i, f.tracks.clone()),
                 subflows,
+                legs,
                 accounting: Accounting {
                     sent_bytes: acct.sent_bytes,
                     delivered_bytes: acct.delivered_bytes,

@@ -51,6 +51,7 @@ fn scenario(nodes: &[(&str, bool)], links: &[(u32, u32)], flows: Vec<FlowSpec>, 
             .collect(),
         routes: vec![],
         flows,
+        proxies: vec![],
         measure: MeasureSpec {
             start_ns: 0,
             stop_ns: duration,
@@ -70,6 +71,7 @@ fn flow(name: &str, src: u32, dst: u32, kind: FlowKind) -> FlowSpec {
         paths: vec![],
         start_ns: 0,
         start_jitter_ns: 0,
+        via: vec![],
         stop_ns: None,
         kind,
     }

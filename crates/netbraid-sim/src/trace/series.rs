@@ -19,9 +19,13 @@ pub struct FlowSeries {
     pub goodput_bps: Vec<f64>,
     pub cwnd_bytes: Vec<Option<u64>>,
     pub srtt_s: Vec<Option<f64>>,
-    /// The same per path, for flows with several (MPTCP subflows).
+    /// The same per path, for flows with several (MPTCP subflows, or the
+    /// legs of a relayed flow).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub subflows: Vec<FlowSeries>,
+    /// A relayed flow: each proxy's relay-buffer occupancy, in path order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub relay_buffer_bytes: Vec<Vec<u64>>,
 }
 
 impl FlowSeries {
@@ -39,6 +43,7 @@ impl FlowSeries {
             cwnd_bytes: vec![None; missing],
             srtt_s: vec![None; missing],
             subflows: Vec::new(),
+            relay_buffer_bytes: Vec::new(),
         }
     }
 }

@@ -51,6 +51,7 @@ fn two_links(paths: [(u64, Time, LossSpec); 2], flows: Vec<FlowSpec>, duration: 
             .collect(),
         routes: vec![],
         flows,
+        proxies: vec![],
         measure: MeasureSpec {
             start_ns: measure_from,
             stop_ns: duration,
@@ -99,6 +100,7 @@ fn mptcp_flow_with(tcp: TcpConfig, mptcp: MptcpConfig, bytes: Option<u64>) -> Fl
         ],
         start_ns: 0,
         start_jitter_ns: 0,
+        via: vec![],
         stop_ns: None,
         kind: FlowKind::Mptcp { tcp, bytes, mptcp },
     }
@@ -115,6 +117,7 @@ fn tcp_flow(tcp: TcpConfig, k: u32) -> FlowSpec {
         paths: vec![],
         start_ns: 0,
         start_jitter_ns: 0,
+        via: vec![],
         stop_ns: None,
         kind: FlowKind::Tcp {
             tcp,
@@ -386,6 +389,7 @@ fn coupled_subflows_on_one_bottleneck_take_what_one_tcp_takes() {
             link(2, 3, 20 * MBPS, 10 * MILLISECOND),
         ],
         routes: vec![],
+        proxies: vec![],
         flows: vec![
             FlowSpec {
                 dst: 3,
@@ -407,6 +411,7 @@ fn coupled_subflows_on_one_bottleneck_take_what_one_tcp_takes() {
                 src_iface: None,
                 dst_iface: None,
                 start_jitter_ns: 500 * MILLISECOND,
+                via: vec![],
                 ..tcp_flow(tcp_cfg("reno"), 0)
             },
         ],

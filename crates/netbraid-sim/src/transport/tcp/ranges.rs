@@ -98,6 +98,26 @@ impl RangeSet {
         i < live.len() && live[i].0 <= seq
     }
 
+    /// The first byte at or above `seq` that no range covers (ranges are
+    /// merged, so at most one is jumped).
+    pub fn first_gap_from(&self, seq: u64) -> u64 {
+        let live = self.ranges();
+        let i = live.partition_point(|r| r.1 <= seq);
+        if i < live.len() && live[i].0 <= seq {
+            live[i].1
+        } else {
+            seq
+        }
+    }
+
+    /// The last byte below `seq` that no range covers, if any is at or above `floor`.
+    pub fn last_gap_below(&self, seq: u64, floor: u64) -> Option<u64> {
+        let live = self.ranges();
+        let i = live.partition_point(|r| r.1 < seq);
+        let top = if i < live.len() && live[i].0 < seq { live[i].0 } else { seq };
+        (top > floor).then(|| top - 1)
+    }
+
     /// End of the highest SACKed range.
     pub fn highest(&self) -> Option<u64> {
         self.ranges().last().map(|r| r.1)
@@ -118,6 +138,23 @@ impl RangeSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gaps_next_to_ranges() {
+        let mut sb = RangeSet::default();
+        sb.add(10, 20);
+        sb.add(30, 40);
+        assert_eq!(sb.first_gap_from(5), 5);
+        assert_eq!(sb.first_gap_from(10), 20);
+        assert_eq!(sb.first_gap_from(19), 20);
+        assert_eq!(sb.first_gap_from(20), 20);
+        assert_eq!(sb.first_gap_from(35), 40);
+        assert_eq!(sb.last_gap_below(40, 0), Some(29));
+        assert_eq!(sb.last_gap_below(45, 0), Some(44));
+        assert_eq!(sb.last_gap_below(20, 0), Some(9));
+        assert_eq!(sb.last_gap_below(20, 10), None);
+        assert_eq!(sb.last_gap_below(25, 0), Some(24));
+    }
 
     #[test]
     fn merges_and_counts_new_bytes() {

@@ -1062,6 +1062,46 @@ impl TcpSender {
         }
         let highest = self.sacked.highest().unwrap_or(0);
         let from = self.high_rxt.max(self.snd_una);
+        // The first unSACKed byte from HighRxt (segments and SACK blocks
+        // share boundaries, so it starts a segment): found from the
+        // scoreboard's ranges, not segment by segment, so the cost does not
+        // grow with the window. IsLost only gets truer further down, so if
+        // any unSACKed segment above HighRxt is lost, this one is.
+        let gap = self.sacked.first_gap_from(from);
+        let below_highest = (gap < highest).then_some(gap);
+        let chosen = if let Some(s) = below_highest.filter(|&s| s < self.lost_below()) {
+            // (1) the first lost, not yet retransmitted segment
+            Some((s, false))
+        } else if self.new_segment_len().is_some() {
+            // (2) new data
+            Some((self.snd_max, false))
+        } else if let Some(s) = below_highest {
+            // (3) any unSACKed segment below the highest SACK
+            Some((s, false))
+        } else if self.snd_una >= self.rescue_rxt {
+            // (4) rescue: once per recovery, the highest unSACKed segment
+            // (RFC: HighACK > RescueRxt, inclusive; rescue_rxt is an exclusive end)
+            self.sacked
+                .last_gap_below(self.snd_max, self.snd_una)
+                .map(|byte| (self.segment_start(byte), true))
+        } else {
+            None
+        };
+        debug_assert_eq!(chosen, self.next_segment_by_scan(), "NextSeg by ranges and by segments differ");
+        chosen
+    }
+
+    /// The segment that holds byte `seq`.
+    fn segment_start(&self, seq: u64) -> u64 {
+        let sent = self.sent.as_slice();
+        sent[sent.partition_point(|s| s.seq <= seq) - 1].seq
+    }
+
+    /// RFC 6675 NextSeg segment by segment (the rule as written), to check
+    /// the scoreboard's shortcut in debug builds.
+    fn next_segment_by_scan(&self) -> Option<(u64, bool)> {
+        let highest = self.sacked.highest().unwrap_or(0);
+        let from = self.high_rxt.max(self.snd_una);
         let sent = self.sent.as_slice();
         let first = sent.partition_point(|s| s.seq < from);
         let unsacked_below_highest = || {
@@ -1071,27 +1111,17 @@ impl TcpSender {
                 .take_while(move |&s| s < highest)
                 .filter(|&s| !self.sacked.is_sacked(s))
         };
-        // (1) the first lost, not yet retransmitted segment
         if let Some(s) = unsacked_below_highest().find(|&s| self.is_lost(s)) {
             return Some((s, false));
         }
-        // (2) new data
         if self.new_segment_len().is_some() {
             return Some((self.snd_max, false));
         }
-        // (3) any unSACKed segment below the highest SACK
         if let Some(s) = unsacked_below_highest().next() {
             return Some((s, false));
         }
-        // (4) rescue: once per recovery, the highest unSACKed segment
-        // (RFC: HighACK > RescueRxt, inclusive; rescue_rxt is an exclusive end)
         if self.snd_una >= self.rescue_rxt {
-            let last = self
-                .sent
-                .as_slice()
-                .iter()
-                .rev()
-                .find(|s| !self.sacked.is_sacked(s.seq));
+            let last = sent.iter().rev().find(|s| !self.sacked.is_sacked(s.seq));
             return last.map(|s| (s.seq, true));
         }
         None
