@@ -98,15 +98,15 @@ const DETECTOR_PARAMS: [ParamInfo; 8] = [
     },
 ];
 
-const fn all_params() -> [ParamInfo; 16] {
+const fn all_params() -> [ParamInfo; 17] {
     let r = RESPONSE_PARAMS;
     let d = DETECTOR_PARAMS;
     let o = OPTION_PARAMS;
     [
-        r[0], r[1], r[2], r[3], r[4], d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], o[0], o[1], o[2],
+        r[0], r[1], r[2], r[3], r[4], d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], o[0], o[1], o[2], o[3],
     ]
 }
-const PARAMS: [ParamInfo; 16] = all_params();
+const PARAMS: [ParamInfo; 17] = all_params();
 
 pub(super) const INFO: ControllerInfo = ControllerInfo {
     name: "ghstcp-approx",
@@ -231,7 +231,7 @@ impl CongestionControl for GentleHighSpeedApprox {
         } else {
             let a = match self.mode {
                 Mode::Reno => 1.0,
-                Mode::HighSpeed => self.w.response.a(self.w.segments()),
+                Mode::HighSpeed => self.w.a(),
             };
             self.w.grow(a, ack.newly_acked);
         }
@@ -243,7 +243,7 @@ impl CongestionControl for GentleHighSpeedApprox {
         let b = if self.mode == Mode::Reno && self.reno_decrease {
             0.5
         } else {
-            self.w.response.b(self.w.segments())
+            self.w.b()
         };
         self.w.decrease(b, flight_size);
         self.history.clear();

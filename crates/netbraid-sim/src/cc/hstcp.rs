@@ -81,7 +81,7 @@ pub(super) const RESPONSE_PARAMS: [ParamInfo; 5] = [
 ];
 
 /// The options HighSpeed TCP adds to the response function.
-pub(super) const OPTION_PARAMS: [ParamInfo; 3] = [
+pub(super) const OPTION_PARAMS: [ParamInfo; 4] = [
     ParamInfo {
         name: "table",
         doc: "step through the RFC's a(w)/b(w) table as Linux does (a = k in row k) instead of the formulas",
@@ -101,14 +101,19 @@ pub(super) const OPTION_PARAMS: [ParamInfo; 3] = [
         doc: "a timeout sets ssthresh = (1 − b(w))·cwnd, as Linux (off: half the flight, RFC 5681)",
         kind: ParamKind::Flag { default: false },
     },
+    ParamInfo {
+        name: "slow_start_halves",
+        doc: "a loss in slow start halves, as ns-2 and Linux do (the RFC is silent; off: b(w) of the overshot window)",
+        kind: ParamKind::Flag { default: true },
+    },
 ];
 
-const fn all_params() -> [ParamInfo; 8] {
+const fn all_params() -> [ParamInfo; 9] {
     let r = RESPONSE_PARAMS;
     let o = OPTION_PARAMS;
-    [r[0], r[1], r[2], r[3], r[4], o[0], o[1], o[2]]
+    [r[0], r[1], r[2], r[3], r[4], o[0], o[1], o[2], o[3]]
 }
-const PARAMS: [ParamInfo; 8] = all_params();
+const PARAMS: [ParamInfo; 9] = all_params();
 
 pub(super) const INFO: ControllerInfo = ControllerInfo {
     name: "hstcp",
@@ -265,6 +270,10 @@ pub(super) struct HsWindow {
     /// RFC 3742's max_ssthresh, bytes (0: plain slow start).
     max_ssthresh: u64,
     timeout_decrease: bool,
+    slow_start_halves: bool,
+    /// a(w) for the whole window `a_cache.0` (segments): the formula needs
+    /// a power and a logarithm, and changes little within a segment.
+    a_cache: (u64, f64),
 }
 
 impl HsWindow {
@@ -275,6 +284,8 @@ impl HsWindow {
             credit: 0.0,
             max_ssthresh: (p.number("max_ssthresh") * cfg.mss as f64) as u64,
             timeout_decrease: p.flag("timeout_decrease"),
+            slow_start_halves: p.flag("slow_start_halves"),
+            a_cache: (u64::MAX, 1.0),
             response: Response::new(p),
             cfg,
         }
@@ -287,6 +298,25 @@ impl HsWindow {
 
     pub fn in_slow_start(&self) -> bool {
         self.cwnd < self.ssthresh
+    }
+
+    /// a(w) at the current window, recomputed when it crosses a segment.
+    pub fn a(&mut self) -> f64 {
+        let w = self.cwnd / self.cfg.mss;
+        if self.a_cache.0 != w {
+            self.a_cache = (w, self.response.a(self.segments()));
+        }
+        self.a_cache.1
+    }
+
+    /// b(w) for a loss now: b at the current window, or one half in slow
+    /// start (with `slow_start_halves`).
+    pub fn b(&self) -> f64 {
+        if self.slow_start_halves && self.in_slow_start() {
+            0.5
+        } else {
+            self.response.b(self.segments())
+        }
     }
 
     /// Slow start, limited above max_ssthresh to max_ssthresh/2 segments per
@@ -364,12 +394,12 @@ impl CongestionControl for HighSpeed {
         if self.w.in_slow_start() {
             self.w.slow_start(ack.newly_acked);
         } else {
-            let a = self.w.response.a(self.w.segments());
+            let a = self.w.a();
             self.w.grow(a, ack.newly_acked);
         }
     }
     fn on_congestion_event(&mut self, _now: Time, flight_size: u64) {
-        let b = self.w.response.b(self.w.segments());
+        let b = self.w.b();
         self.w.decrease(b, flight_size);
     }
     fn on_timeout(&mut self, _now: Time, flight_size: u64, first: bool) {
@@ -578,6 +608,22 @@ pub(super) mod tests {
         let b = lx.w.response.b(w as f64 / MSS as f64);
         lx.on_timeout(0, w, true);
         assert_eq!(lx.ssthresh(), (w as f64 * (1.0 - b)) as u64);
+    }
+
+    /// A loss ending slow start halves (ns-2's first decrease, Linux's row 0
+    /// before congestion avoidance), unless asked for b(w) of the window.
+    #[test]
+    fn a_loss_in_slow_start_halves() {
+        for (halves, kept) in [(true, 0.5), (false, 1.0 - 0.33)] {
+            let mut hs = HighSpeed::new(cfg(), &params("hstcp", &[("slow_start_halves", halves.into())]));
+            while hs.window() < 1000 * MSS {
+                hs.on_ack(&ack(MSS));
+            }
+            let w = hs.window();
+            hs.on_congestion_event(0, w);
+            let got = hs.window() as f64 / w as f64;
+            assert!((got - kept).abs() < 0.01, "slow_start_halves {halves}: kept {got}");
+        }
     }
 
     /// RFC 3742: above max_ssthresh, slow start adds at most max_ssthresh/2

@@ -10,6 +10,14 @@ pub struct RangeSet {
     /// subflows' data interleaved) and is pruned on almost every delivery.
     ranges: Vec<(u64, u64)>,
     head: usize,
+    /// Bytes in all ranges, kept as they change: a sum a sender or receiver
+    /// needs on every packet, which after a burst of losses would otherwise
+    /// cost a pass over thousands of ranges.
+    total: u64,
+    /// Bytes below `mark.0`, kept as ranges are added and pruned and moved
+    /// along with the mark (`below`): a prefix sum at a point that mostly
+    /// moves up (a sender's HighRxt in recovery).
+    mark: std::cell::Cell<(u64, u64)>,
 }
 
 impl RangeSet {
@@ -20,6 +28,33 @@ impl RangeSet {
     pub fn clear(&mut self) {
         self.ranges.clear();
         self.head = 0;
+        self.total = 0;
+        self.mark.set((0, 0));
+    }
+
+    /// Bytes in all ranges.
+    pub fn bytes(&self) -> u64 {
+        self.total
+    }
+
+    /// Bytes below `seq`. Cheap when `seq` is at or above the last point
+    /// asked for (only the ranges between are counted) or near the bottom.
+    pub fn below(&self, seq: u64) -> u64 {
+        let (m, under) = self.mark.get();
+        let under = if seq >= m {
+            under + self.overlap(m, seq)
+        } else if self.overlap_is_short(seq) {
+            self.overlap(0, seq)
+        } else {
+            under - self.overlap(seq, m)
+        };
+        self.mark.set((seq, under));
+        under
+    }
+
+    /// Whether few ranges lie below `seq` (counting up from the bottom is cheap).
+    fn overlap_is_short(&self, seq: u64) -> bool {
+        self.ranges().iter().take(8).any(|r| r.1 >= seq)
     }
 
     pub fn ranges(&self) -> &[(u64, u64)] {
@@ -58,12 +93,21 @@ impl RangeSet {
         if cursor < end {
             new(cursor, end);
         }
+        let added = (end - start) - covered_before;
+        self.total += added;
+        let (m, under) = self.mark.get();
+        if start < m {
+            // the new bytes below the mark: [start, min(end, m)) less what was there
+            let span = end.min(m) - start;
+            let had = covered_below(&self.ranges[first..last], start, end.min(m));
+            self.mark.set((m, under + span - had));
+        }
         if last == first + 1 {
             self.ranges[first] = (s, e);
         } else {
             self.ranges.splice(first..last, [(s, e)]);
         }
-        (end - start) - covered_before
+        added
     }
 
     /// Bytes of [start, end) already SACKed.
@@ -79,12 +123,19 @@ impl RangeSet {
 
     /// Forget everything below `ack`.
     pub fn prune_below(&mut self, ack: u64) {
-        self.head += self.ranges().partition_point(|r| r.1 <= ack);
+        let gone = self.ranges().partition_point(|r| r.1 <= ack);
+        let mut removed: u64 = self.ranges()[..gone].iter().map(|(s, e)| e - s).sum();
+        self.head += gone;
         if self.head == self.ranges.len() {
             self.clear();
         } else {
             let first = &mut self.ranges[self.head];
+            removed += ack.saturating_sub(first.0).min(first.1 - first.0);
             first.0 = first.0.max(ack);
+            self.total -= removed;
+            // everything removed lay below `ack`; what lay below the mark goes too
+            let (m, under) = self.mark.get();
+            self.mark.set(if ack >= m { (m, 0) } else { (m, under - removed) });
             if self.head >= 64 && self.head * 2 >= self.ranges.len() {
                 self.ranges.drain(..self.head);
                 self.head = 0;
@@ -126,6 +177,9 @@ impl RangeSet {
     /// SACKed bytes and number of SACKed ranges strictly above `seq`.
     pub fn above(&self, seq: u64) -> (u64, usize) {
         let live = self.ranges();
+        if live.first().is_none_or(|r| r.0 >= seq) {
+            return (self.total, live.len());
+        }
         let i = live.partition_point(|r| r.1 <= seq);
         let mut bytes = 0;
         for &(s, e) in &live[i..] {
@@ -135,9 +189,39 @@ impl RangeSet {
     }
 }
 
+/// Bytes of [a, b) that `ranges` cover.
+fn covered_below(ranges: &[(u64, u64)], a: u64, b: u64) -> u64 {
+    ranges.iter().map(|&(s, e)| e.min(b).saturating_sub(s.max(a))).sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The running sums agree with counting the ranges, through adds,
+    /// merges, prunes and a mark moving both ways.
+    #[test]
+    fn running_sums_match_the_ranges() {
+        let mut rng = crate::engine::RandomStream::new(7, "ranges");
+        let mut sb = RangeSet::default();
+        let mut floor = 0;
+        for _ in 0..20_000 {
+            let r = rng.uniform();
+            if r < 0.6 {
+                let start = floor + (rng.uniform() * 10_000.0) as u64;
+                sb.add(start, start + 1 + (rng.uniform() * 300.0) as u64);
+            } else if r < 0.65 {
+                floor += (rng.uniform() * 500.0) as u64;
+                sb.prune_below(floor);
+            } else {
+                let at = floor + (rng.uniform() * 11_000.0) as u64;
+                assert_eq!(sb.below(at), sb.overlap(0, at), "below({at})");
+            }
+            let sum: u64 = sb.ranges().iter().map(|(s, e)| e - s).sum();
+            assert_eq!(sb.bytes(), sum);
+            assert_eq!(sb.above(floor), (sum, sb.ranges().len()));
+        }
+    }
 
     #[test]
     fn gaps_next_to_ranges() {

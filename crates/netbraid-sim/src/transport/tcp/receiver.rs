@@ -102,7 +102,7 @@ impl TcpReceiver {
     }
     /// Out-of-order bytes held above rcv_nxt.
     fn held(&self) -> u64 {
-        self.out_of_order.ranges().iter().map(|(s, e)| e - s).sum()
+        self.out_of_order.bytes()
     }
     /// The window the last ACK advertised, from rcv_nxt.
     pub fn advertised(&self) -> u64 {
@@ -252,7 +252,10 @@ impl TcpReceiver {
         }
         let limit = self.max_sack_blocks.min(crate::net::packet::MAX_SACK_BLOCKS);
         let ranges = self.out_of_order.ranges();
-        let containing = |seq: u64| ranges.iter().copied().find(|&(s, e)| s <= seq && seq < e);
+        let containing = |seq: u64| {
+            let i = ranges.partition_point(|r| r.1 <= seq);
+            ranges.get(i).copied().filter(|&(s, _)| s <= seq)
+        };
         // Newest first, then the most recently reported, then the rest from the top.
         let recent = self.recent.iter().filter_map(|&s| containing(s));
         for block in recent.chain(ranges.iter().rev().copied()) {

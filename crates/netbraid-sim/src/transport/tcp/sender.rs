@@ -474,7 +474,7 @@ impl TcpSender {
         // (PRR counts what each ACK delivers: the cumulative ACK's advance
         // and the change in SACKed bytes above it)
         let sacked_before = if self.prr_on() {
-            self.sacked.above(self.snd_una).0
+            self.sacked.bytes()
         } else {
             0
         };
@@ -561,7 +561,7 @@ impl TcpSender {
         }
         if self.prr_on() && self.in_recovery {
             let acked = self.snd_una - una_before;
-            let delivered = (acked + self.sacked.above(self.snd_una).0).saturating_sub(sacked_before);
+            let delivered = (acked + self.sacked.bytes()).saturating_sub(sacked_before);
             let pipe = self.pipe();
             self.prr.on_ack(delivered, pipe, self.cc.ssthresh(), self.mss);
         }
@@ -1009,8 +1009,9 @@ impl TcpSender {
             return self.snd_max - self.snd_una;
         }
         let lost_below = self.lost_below();
-        let pipe = self.unsacked_between(lost_below, self.snd_max)
-            + self.unsacked_between(self.snd_una, self.high_rxt.min(self.snd_max));
+        // (nothing SACKed lies below snd_una: the scoreboard is pruned there)
+        let high = self.high_rxt.min(self.snd_max).max(self.snd_una);
+        let pipe = self.unsacked_between(lost_below, self.snd_max) + (high - self.snd_una) - self.sacked.below(high);
         debug_assert_eq!(pipe, self.pipe_by_segment());
         pipe
     }
@@ -1160,7 +1161,7 @@ impl TcpSender {
     /// and has waited its RTT plus the reordering window; arm the reordering
     /// timer for the others. True if any segment is marked lost now.
     fn rack_detect(&mut self, now: Time) -> bool {
-        let sacked_segments = self.sacked.above(self.snd_una).0 / self.mss;
+        let sacked_segments = self.sacked.bytes() / self.mss;
         let reo_wnd = self.rack.reordering_window(
             self.in_loss_recovery(),
             sacked_segments,
