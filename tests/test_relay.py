@@ -150,3 +150,12 @@ def test_bad_proxy_input_names_the_field(edit, field, words):
     with pytest.raises(nb.ScenarioError) as e:
         nb.simulate(s)
     assert field in str(e.value) and words in str(e.value), str(e.value)
+
+
+def test_proxies_are_refused_on_emu_with_the_reason():
+    from netbraid.resolve import resolve
+
+    with pytest.raises(nb.ScenarioError) as e:
+        resolve(chain(duration="2s", measure_start="0s"), backend="emu")
+    assert "proxies[0]: split-TCP proxies run on sim only" in str(e.value)
+    assert "flows[0].via: relaying through proxies runs on sim only" in str(e.value)

@@ -45,3 +45,13 @@ def summarize(df: pd.DataFrame, by: list[str], metrics: list[str]) -> pd.DataFra
             row["n"] = c["n"]
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def mean_pm(c: dict[str, float], digits: int = 1) -> str:
+    """A `mean_ci` result as "mean ± half-width" ("–" without runs, the mean
+    alone with one run or no interval)."""
+    if c["n"] == 0:
+        return "–"
+    if c["n"] < 2 or c["ci95_high"] != c["ci95_high"]:
+        return f"{c['mean']:.{digits}f}"
+    return f"{c['mean']:.{digits}f} ± {(c['ci95_high'] - c['ci95_low']) / 2:.{digits}f}"

@@ -32,7 +32,7 @@ from ..resolve import LINUX_TCP
 from ..errors import ScenarioError
 from ..experiment import Axis, execute, make_plan
 from ..schema import Measure, Scenario
-from ..stats import mean_ci
+from ..stats import mean_ci, mean_pm
 
 TITLE = "Linux MPTCP with delay or loss on the main path (two ~1 Gb/s paths, iperf -w swept)"
 
@@ -292,12 +292,7 @@ def explain_tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[l
 
 
 def _cell(c: dict[str, Any]) -> str:
-    if c["n"] == 0:
-        return "–"
-    if c["n"] < 2 or c["ci95_high"] != c["ci95_high"]:
-        return f"{c['mean']:.0f}"
-    half = (c["ci95_high"] - c["ci95_low"]) / 2
-    return f"{c['mean']:.0f} ± {half:.0f}"
+    return mean_pm(c, 0)
 
 
 def tables(results: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:

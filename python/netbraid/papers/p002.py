@@ -24,7 +24,7 @@ from ..api import jain_fairness
 from ..errors import ScenarioError
 from ..experiment import Axis, execute, make_plan
 from ..schema import Measure, Scenario
-from ..stats import mean_ci
+from ..stats import mean_ci, mean_pm
 
 TITLE = "Split-TCP proxies over a WAN: Reno, HighSpeed TCP and gHSTCP between the proxies"
 
@@ -41,6 +41,8 @@ QUICK_BUFFERS_KIB = [32, 64, 256]
 CONTROLLERS = ["reno", "hstcp", "ghstcp-approx"]
 SACK = {"off": "newreno", "on": "sack"}
 PROXY_BUFFER = "4MB"
+#: Figure 12's variation: the direct flow with a socket buffer that does not bind
+DIRECT_LARGE = "2MB"
 #: placement: a proxy at hop k of a 10-hop path with the Okinawa case's round trip
 PLACEMENT_HOPS = 10
 PLACEMENT_POSITIONS = [1, 2, 3, 4, 5, 6, 7, 8, 9]
@@ -165,18 +167,24 @@ def run(*, quick: bool = False, reps: int | None = None, seed: int = 1, workers:
     runs = _run(scenario(relayed=True, **common), [Axis("proxies.0.tcp.cc", tuple(CONTROLLERS)), cases, sack],
                 reps, seed, workers, out, "fig11", progress)
     res["fig11"] = {cc: by_case(runs, "proxied", {"proxies.0.tcp.cc": cc}) for cc in CONTROLLERS}
+    # the direct flow with the paper's 64 KB, and with a buffer that does not
+    # bind (its rate then depends on the losses it meets, not on its window)
+    direct_windows = ("64KB", DIRECT_LARGE)
     runs = _run(scenario(relayed=True, direct_beside=True, **common),
-                [Axis("proxies.0.tcp.cc", tuple(CONTROLLERS)), sack], reps, seed, workers, out, "fig12", progress)
+                [Axis("proxies.0.tcp.cc", tuple(CONTROLLERS)), sack, Axis("flows.1.window", direct_windows)],
+                reps, seed, workers, out, "fig12", progress)
     res["fig12"] = {}
-    for cc in CONTROLLERS:
-        res["fig12"][cc] = {}
-        for on, rec in SACK.items():
-            where = {"proxies.0.tcp.cc": cc, "tcp.recovery": rec}
-            both = runs[(runs["proxies.0.tcp.cc"] == cc) & (runs["tcp.recovery"] == rec)
-                        & runs["flow"].isin(["proxied", "direct"])]
-            jain = [jain_fairness(g["goodput_bps"].tolist()) for _, g in both.groupby("run_id")]
-            res["fig12"][cc][on] = {"proxied": _cell(runs, "proxied", **where), "direct": _cell(runs, "direct", **where),
-                                    "jain": mean_ci(jain)}
+    for w in direct_windows:
+        res["fig12"][w] = {}
+        for cc in CONTROLLERS:
+            res["fig12"][w][cc] = {}
+            for on, rec in SACK.items():
+                where = {"proxies.0.tcp.cc": cc, "tcp.recovery": rec, "flows.1.window": w}
+                sel = ((runs["proxies.0.tcp.cc"] == cc) & (runs["tcp.recovery"] == rec)
+                       & (runs["flows.1.window"] == w) & runs["flow"].isin(["proxied", "direct"]))
+                jain = [jain_fairness(g["goodput_bps"].tolist()) for _, g in runs[sel].groupby("run_id")]
+                res["fig12"][w][cc][on] = {"proxied": _cell(runs, "proxied", **where),
+                                           "direct": _cell(runs, "direct", **where), "jain": mean_ci(jain)}
     direct = _run(placement_scenario(None, duration_s=duration), [], reps, seed, workers, out, "placement-direct",
                   progress)
     res["placement"] = {"direct": _cell(direct, "f"), "at": {}}
@@ -187,14 +195,6 @@ def run(*, quick: bool = False, reps: int | None = None, seed: int = 1, workers:
 
 
 # ---- presenting -------------------------------------------------------------
-
-
-def _fmt(c: dict[str, float]) -> str:
-    if c["n"] == 0:
-        return "–"
-    if c["n"] < 2 or c["ci95_high"] != c["ci95_high"]:
-        return f"{c['mean']:.1f}"
-    return f"{c['mean']:.1f} ± {(c['ci95_high'] - c['ci95_low']) / 2:.1f}"
 
 
 def rtt_s(case: str) -> float:
@@ -210,27 +210,29 @@ def tables(res: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
     for fig, what in (("fig9", "Figure 9 — direct (no proxy)"), ("fig10", "Figure 10 — through the two proxies")):
         rows = []
         for b in res["buffers_kib"]:
-            cells = [_fmt(res[fig][b][case][on]) for case, on in cols]
+            cells = [mean_pm(res[fig][b][case][on]) for case, on in cols]
             if fig == "fig9":  # one window per round trip: the window limit W / RTT
                 cells += [f"{b * 1024 * MSS / (MSS + HEADER) * 8 / rtt_s(case) / 1e6:.1f}" for case in CASES]
             rows.append([f"{b} KB"] + cells)
         extra = [f"W/RTT {case}" for case in CASES] if fig == "fig9" else []
         out.append((f"{what}: goodput (Mb/s) against the end hosts' socket buffer", ["buffer", *head, *extra], rows))
-    rows = [[cc] + [_fmt(res["fig11"][cc][case][on]) for case, on in cols] for cc in CONTROLLERS]
+    rows = [[cc] + [mean_pm(res["fig11"][cc][case][on]) for case, on in cols] for cc in CONTROLLERS]
     out.append(("Figure 11 — controller between the proxies (end hosts 64 KB): goodput (Mb/s)", ["between", *head],
                 rows))
-    rows = []
-    for cc in CONTROLLERS:
-        for on in SACK:
-            c = res["fig12"][cc][on]
-            rows.append([cc, on, _fmt(c["proxied"]), _fmt(c["direct"]), f"{c['jain']['mean']:.3f}"])
-    out.append(("Figure 12 — Okinawa case: a proxied flow beside a direct Reno flow (Mb/s)",
-                ["between", "SACK", "proxied flow", "direct Reno flow", "Jain's index"], rows))
+    for w, what in (("64KB", "the direct flow's buffer 64 KB, as the paper's"),
+                    (DIRECT_LARGE, f"the direct flow's buffer {DIRECT_LARGE}, not binding")):
+        rows = []
+        for cc in CONTROLLERS:
+            for on in SACK:
+                c = res["fig12"][w][cc][on]
+                rows.append([cc, on, mean_pm(c["proxied"]), mean_pm(c["direct"]), f"{c['jain']['mean']:.3f}"])
+        out.append((f"Figure 12 — Okinawa case: a proxied flow beside a direct Reno flow (Mb/s); {what}",
+                    ["between", "SACK", "proxied flow", "direct Reno flow", "Jain's index"], rows))
     d = res["placement"]["direct"]["mean"]
     rows = []
     for k, c in res["placement"]["at"].items():
         x = k / PLACEMENT_HOPS
-        rows.append([f"{x:.1f}", _fmt(c), f"{c['mean'] / d:.2f}" if d else "–", f"{1 / max(x, 1 - x):.2f}"])
+        rows.append([f"{x:.1f}", mean_pm(c), f"{c['mean'] / d:.2f}" if d else "–", f"{1 / max(x, 1 - x):.2f}"])
     out.append((f"Placement — one proxy along the Okinawa path (64 KB sockets; direct {d:.1f} Mb/s)",
                 ["proxy at (share of RTT before it)", "goodput (Mb/s)", "gain", "model 1/max(x, 1−x)"], rows))
     return out
@@ -244,6 +246,7 @@ def findings(res: dict[str, Any]) -> list[tuple[str, str, str]]:
              for b in bufs for case in CASES for on in SACK if m(res["fig9"][b][case][on]) > 0]
     best = max(gains)
     w64 = 64 if 64 in bufs else bufs[0]
+    at64 = {case: m(res["fig10"][w64][case]["on"]) / m(res["fig9"][w64][case]["on"]) for case in CASES}
     hs_gains = [(m(res["fig11"][cc][case][on]) / m(res["fig9"][w64][case][on]), cc, case, on)
                 for cc in CONTROLLERS for case in CASES for on in SACK if m(res["fig9"][w64][case][on]) > 0]
     hs_best = max(hs_gains)
@@ -254,7 +257,8 @@ def findings(res: dict[str, Any]) -> list[tuple[str, str, str]]:
     placement = res["placement"]["at"]
     best_pos = max(placement, key=lambda k: m(placement[k]))
     shows = [
-        f"up to {best[0]:.1f}× ({best[2]}, SACK {best[3]}, {best[1]} KB)",
+        f"at {w64} KB (SACK on): {at64['osaka']:.1f}× (Osaka), {at64['okinawa']:.1f}× (Okinawa); over the buffers "
+        f"swept up to {best[0]:.1f}× ({best[2]}, SACK {best[3]}, {best[1]} KB)",
         f"up to {hs_best[0]:.1f}× ({hs_best[1]} between the proxies, {hs_best[2]}, SACK {hs_best[3]}; direct at {w64} KB)",
         f"direct at {w64} KB: {m(res['fig9'][w64]['osaka']['on']):.1f} (Osaka) and "
         f"{m(res['fig9'][w64]['okinawa']['on']):.1f} Mb/s (Okinawa); at {big} KB: "
@@ -263,8 +267,11 @@ def findings(res: dict[str, Any]) -> list[tuple[str, str, str]]:
         f"{m(res['fig10'][w64]['okinawa']['on']):.1f} Mb/s (Okinawa), SACK on",
         "Okinawa, SACK off / on: " + "; ".join(f"{cc} {okinawa[cc]['off']:.1f} / {okinawa[cc]['on']:.1f}"
                                                for cc in CONTROLLERS),
-        "direct Reno flow beside (SACK off / on): " + "; ".join(
-            f"{cc} {m(f12[cc]['off']['direct']):.1f} / {m(f12[cc]['on']['direct']):.1f}" for cc in CONTROLLERS),
+        "direct Reno flow beside, SACK off / on — with 64 KB: " + "; ".join(
+            f"{cc} {m(f12['64KB'][cc]['off']['direct']):.1f} / {m(f12['64KB'][cc]['on']['direct']):.1f}"
+            for cc in CONTROLLERS) + f" (window-limited); with {DIRECT_LARGE}: " + "; ".join(
+            f"{cc} {m(f12[DIRECT_LARGE][cc]['off']['direct']):.1f} / {m(f12[DIRECT_LARGE][cc]['on']['direct']):.1f}"
+            for cc in CONTROLLERS),
         f"best at {best_pos / PLACEMENT_HOPS:.1f} of the round trip: {m(placement[best_pos]):.1f} Mb/s "
         f"({m(placement[best_pos]) / m(res['placement']['direct']):.2f}× direct)",
     ]

@@ -5,8 +5,6 @@
 //! deterministic without any care from the caller.
 
 use super::Time;
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 
 /// A place in the order of events: (time, sequence), as `reserve` gave it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -18,47 +16,29 @@ impl EventKey {
     }
 }
 
-struct Entry<E> {
-    /// Time in the high 64 bits, sequence in the low 64: one integer compare.
-    key: u128,
-    event: E,
-}
-
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, other: &Self) -> bool {
-        self.key == other.key
-    }
-}
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl<E> Ord for Entry<E> {
-    fn cmp(&self, other: &Self) -> Ordering {
-        // BinaryHeap is a max-heap; the earliest key must come out first.
-        other.key.cmp(&self.key)
-    }
-}
-
+/// A binary min-heap with the keys and the events in two arrays: sifting
+/// compares and moves keys in a dense array and moves each event once
+/// ("hole" sifting), which is what the event loop spends its time on.
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Entry<E>>,
+    /// Time in the high 64 bits, sequence in the low 64: one integer compare.
+    keys: Vec<u128>,
+    events: Vec<E>,
     next_seq: u64,
     now: Time,
     executed: u64,
 }
 
-impl<E> Default for EventQueue<E> {
+impl<E: Copy> Default for EventQueue<E> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<E> EventQueue<E> {
+impl<E: Copy> EventQueue<E> {
     pub fn new() -> Self {
         Self {
-            heap: BinaryHeap::with_capacity(1024),
+            keys: Vec::with_capacity(1024),
+            events: Vec::with_capacity(1024),
             next_seq: 0,
             now: 0,
             executed: 0,
@@ -76,11 +56,11 @@ impl<E> EventQueue<E> {
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.keys.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.keys.is_empty()
     }
 
     /// Schedule `event` at absolute time `at`. Scheduling in the past is a
@@ -106,20 +86,63 @@ impl<E> EventQueue<E> {
     /// Schedule `event` in the place `key` reserved.
     pub fn schedule_reserved(&mut self, key: EventKey, event: E) {
         debug_assert!((key.0 >> 64) as Time >= self.now, "a reserved place already passed");
-        self.heap.push(Entry { key: key.0, event });
+        // sift up: move parents down into the hole until the key fits
+        let mut hole = self.keys.len();
+        self.keys.push(key.0);
+        self.events.push(event);
+        while hole > 0 {
+            let parent = (hole - 1) / 2;
+            if self.keys[parent] <= key.0 {
+                break;
+            }
+            self.keys[hole] = self.keys[parent];
+            self.events[hole] = self.events[parent];
+            hole = parent;
+        }
+        self.keys[hole] = key.0;
+        self.events[hole] = event;
     }
 
     /// Time of the next event, if any.
     pub fn peek_time(&self) -> Option<Time> {
-        self.heap.peek().map(|e| (e.key >> 64) as Time)
+        self.keys.first().map(|&k| (k >> 64) as Time)
     }
 
     /// Remove the earliest event and advance the clock to it.
     pub fn pop(&mut self) -> Option<(Time, E)> {
-        let entry = self.heap.pop()?;
-        self.now = (entry.key >> 64) as Time;
+        let last_key = self.keys.pop()?;
+        let last_event = self.events.pop().expect("keys and events pair up");
+        let (key, event) = if self.keys.is_empty() {
+            (last_key, last_event)
+        } else {
+            // the last entry fills the root's hole, sifted down
+            let (key, event) = (self.keys[0], self.events[0]);
+            let n = self.keys.len();
+            let mut hole = 0;
+            loop {
+                let left = 2 * hole + 1;
+                if left >= n {
+                    break;
+                }
+                let child = if left + 1 < n && self.keys[left + 1] < self.keys[left] {
+                    left + 1
+                } else {
+                    left
+                };
+                if self.keys[child] >= last_key {
+                    break;
+                }
+                self.keys[hole] = self.keys[child];
+                self.events[hole] = self.events[child];
+                hole = child;
+            }
+            self.keys[hole] = last_key;
+            self.events[hole] = last_event;
+            (key, event)
+        };
+        self.now = (key >> 64) as Time;
         self.executed += 1;
-        Some((self.now, entry.event))
+        Some((self.now, event))
     }
 }
 

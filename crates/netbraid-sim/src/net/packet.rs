@@ -165,8 +165,9 @@ pub struct Packet {
     /// from the five-tuple when the connection was set up, so delivery needs
     /// no hashing.
     pub endpoint: EndpointId,
-    /// Which of its connection's paths the packet travels (the same index at
-    /// both ends: path i of the sender pairs with path i of the receiver).
+    /// Which of the receiving endpoint's paths the packet arrives on (path i
+    /// of one end pairs with path i of the other, except at a relay, whose
+    /// two legs are its paths 0 and 1).
     pub path: u8,
     /// The flow this packet belongs to.
     pub flow: FlowId,
