@@ -159,3 +159,24 @@ def test_proxies_are_refused_on_emu_with_the_reason():
         resolve(chain(duration="2s", measure_start="0s"), backend="emu")
     assert "proxies[0]: split-TCP proxies run on sim only" in str(e.value)
     assert "flows[0].via: relaying through proxies runs on sim only" in str(e.value)
+
+
+def test_a_small_relay_buffer_still_keeps_the_legs_moving():
+    """The relay reads what arrives, up to its room, before the ACK goes back:
+    a buffer of a few segments slows the transfer by no more than its bound
+    on the data in transit, never to a crawl of delayed-ACK timeouts."""
+    def completion(buffer: str) -> float:
+        s = nb.Scenario(name="small-relay", duration="60s")
+        s.add_host("src").add_host("dst").add_router("p")
+        s.add_link("src", "p", rate="100Mbps", delay="5ms", queue="30p")
+        s.add_link("p", "dst", rate="10Mbps", delay="5ms", queue="30p")
+        s.add_proxy("p", buffer=buffer, tcp={"window": "4KB"})
+        s.add_flow("f", "src", "dst", via=["p"], bytes=3_000_000, recovery="sack")
+        f = nb.simulate(s)["flows"][0]
+        assert f["bytes_delivered"] == 3_000_000, buffer
+        return f["completion_time_s"]
+
+    # the second leg is window-limited: 4 KB per ~11 ms round trip
+    large = completion("100KB")
+    for buffer in ("2920B", "4096B", "5000B", "8192B"):
+        assert completion(buffer) <= 1.1 * large, buffer

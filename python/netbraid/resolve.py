@@ -319,6 +319,7 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
     # proxies
     proxies: list[dict[str, Any]] = []
     proxy_at: dict[int, int] = {}  # node → its proxy
+    broken_proxies: set[str] = set()  # their flows are not told again that they have none
     for i, p in enumerate(s.proxies):
         where = f"proxies[{i}]"
         try:
@@ -337,6 +338,7 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
             proxy_at[node] = len(proxies)
             proxies.append({"node": node, "buffer_bytes": p.buffer, "tcp": tcp})
         except ScenarioError as e:
+            broken_proxies.add(p.node)
             problems.extend(e.problems)
 
     # flows
@@ -383,6 +385,8 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                 node = lookup(f"{where}.via[{k}]", name)
                 if len(node) != 1:
                     raise ScenarioError(f"{where}.via[{k}]: '{name}' is a group; name one node")
+                if node[0] not in proxy_at and name in broken_proxies:
+                    raise ScenarioError([])  # its proxy's own problem is reported
                 if node[0] not in proxy_at:
                     raise ScenarioError(f"{where}.via[{k}]: '{name}' has no proxy (declare one: "
                                         f"[[proxies]] node = \"{name}\")")

@@ -348,8 +348,8 @@ class SubflowPath(Strict):
 
 
 class Proxy(Strict):
-    """A split-TCP proxy (a PEP, or an overlay relay) on a node on the flows'
-    path. For every flow that names its node in `via`, it terminates the
+    """A split-TCP proxy (a PEP, or an overlay relay) on a router on the
+    flows' route. For every flow that names its node in `via`, it terminates the
     incoming TCP connection — acknowledging data as it arrives — and relays
     the bytes into a new TCP connection towards the next proxy or the
     destination. `buffer`: the relay buffer between its two sockets, per

@@ -32,9 +32,6 @@ pub struct Relay {
     capacity: u64,
     /// Bytes read from the incoming leg and not yet taken by the outgoing one.
     held: u64,
-    /// The incoming socket's buffer size: with this much relay room, data
-    /// can be read as it arrives.
-    rcvbuf: u64,
     /// For a finite transfer: bytes the flow carries; the outgoing leg is
     /// closed (FIN relayed) once they have all been handed to it.
     total: Option<u64>,
@@ -45,19 +42,19 @@ pub struct Relay {
 }
 
 impl Relay {
-    pub fn new(inbound: TcpReceiver, outbound: TcpSender, capacity: u64, rcvbuf: u64, total: Option<u64>) -> Self {
+    pub fn new(inbound: TcpReceiver, outbound: TcpSender, capacity: u64, total: Option<u64>) -> Self {
         let mut r = Self {
             inbound,
             outbound,
             capacity,
             held: 0,
-            rcvbuf,
             total,
             relayed: 0,
             closed: false,
             peak: 0,
         };
         r.inbound.set_reader_waiting(true);
+        r.inbound.set_arrival_budget(capacity);
         r
     }
 
@@ -97,9 +94,8 @@ impl Relay {
             let outbound = &mut self.outbound;
             Self::outgoing(out, |out| outbound.close(now, out));
         }
-        // Read on arrival only while everything the socket may deliver fits.
-        self.inbound
-            .set_reader_waiting(self.capacity - self.held >= self.rcvbuf);
+        // What arrives next is read up to the room left.
+        self.inbound.set_arrival_budget(self.capacity - self.held);
     }
 }
 

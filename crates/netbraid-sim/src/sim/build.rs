@@ -541,7 +541,9 @@ fn relay_legs(
         }
         let at = |range: &[ChannelId]| range.iter().position(|c| net.channels[c.idx()].to == node);
         let Some(i) = at(&hops[pos..]).map(|i| i + pos) else {
-            let why = if at(&hops[..pos]).is_some() {
+            let why = if f.via[..k].contains(&p) {
+                format!("'{}' is listed twice", name_of(node))
+            } else if at(&hops[..pos]).is_some() {
                 format!(
                     "'{}' comes before '{}' on the route (list proxies in path order: {})",
                     name_of(node),

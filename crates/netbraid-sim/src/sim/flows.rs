@@ -73,7 +73,6 @@ pub fn relay(spec: &FlowSpec, setup: &FlowSetup, proxy: &ProxySpec, leg: usize, 
         TcpReceiver::new(tcp),
         TcpSender::new(tcp.clone(), cc),
         proxy.buffer_bytes,
-        tcp.rcvbuf,
         *bytes,
     )))
 }

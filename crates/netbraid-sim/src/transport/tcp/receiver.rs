@@ -29,6 +29,9 @@ pub struct TcpReceiver {
     /// The application waits in read() (an iperf server): in-order data is
     /// read the moment it arrives, before the ACK is built.
     reader_waiting: bool,
+    /// A waiting reader takes at most this many bytes on arrival (a relay
+    /// with that much room left); the rest waits in the buffer.
+    arrival_budget: u64,
     /// Out-of-order data held above rcv_nxt.
     out_of_order: RangeSet,
     /// Right edge of the last advertised window; never moves left (RFC 9293
@@ -65,6 +68,7 @@ impl TcpReceiver {
             rcv_nxt: 0,
             read: 0,
             reader_waiting: false,
+            arrival_budget: u64::MAX,
             out_of_order: RangeSet::default(),
             right_edge: cfg.rcvbuf,
             unacked_segments: 0,
@@ -84,6 +88,12 @@ impl TcpReceiver {
     /// arrives (then the buffer only ever holds out-of-order data).
     pub fn set_reader_waiting(&mut self, waiting: bool) {
         self.reader_waiting = waiting;
+    }
+
+    /// A waiting reader takes at most `bytes` on arrival (before the ACK is
+    /// built, so the window it advertises counts the read), until set again.
+    pub fn set_arrival_budget(&mut self, bytes: u64) {
+        self.arrival_budget = bytes;
     }
 
     pub fn stats(&self) -> &TransportCounters {
@@ -188,8 +198,10 @@ impl TcpReceiver {
             }
             self.stats.delivered_bytes += self.rcv_nxt - old;
             if self.reader_waiting {
-                self.stats.read_bytes += self.rcv_nxt - self.read;
-                self.read = self.rcv_nxt;
+                let n = (self.rcv_nxt - self.read).min(self.arrival_budget);
+                self.arrival_budget -= n.min(self.arrival_budget);
+                self.stats.read_bytes += n;
+                self.read += n;
             }
             // Linux enters quick-ACK mode at the first data and after an idle
             // gap (longer than its initial RTO, 1 s, for a receiver that sends nothing)
