@@ -41,6 +41,12 @@ def pool_worker_init(parent: int) -> None:
     thread; the watching thread covers any other start (it needs the GIL,
     which the simulator releases while it runs)."""
     die_with_parent()
+    # A forked worker inherits the parent's stop handlers; it must not turn
+    # the parent's SIGTERM (which ends an interrupted sweep's workers) into a
+    # KeyboardInterrupt with a traceback, nor act on the terminal's Ctrl-C,
+    # which the parent handles for all.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_exit_when_gone, args=(parent,), daemon=True, name="netbraid-parent-watch").start()
 
 

@@ -928,7 +928,13 @@ impl TcpSender {
             return;
         }
         let cwnd_before = self.cwnd();
-        let flight = self.snd_max - self.snd_una - self.limited_transmit_bytes;
+        // FlightSize (RFC 5681), but never above the window: right after a
+        // long NewReno recovery, the data sent during it is outstanding (most
+        // of it held at the receiver behind a hole the sender cannot see
+        // without SACK) while cwnd is back at ssthresh; halving that flight
+        // would set ssthresh far above what the path holds (BSD, Linux and
+        // ns-2 halve the window).
+        let flight = (self.snd_max - self.snd_una - self.limited_transmit_bytes).min(cwnd_before.max(2 * self.mss));
         self.cc.on_congestion_event(now, flight);
         self.mark_loss();
         if self.cfg.recovery != Recovery::Reno {
