@@ -133,10 +133,16 @@ def _run(base: Scenario, grid: list[Axis], reps: int, seed: int, workers, out: P
     return runs[runs["subflow"].isna()] if "subflow" in runs else runs
 
 
-def _cell(runs: pd.DataFrame, flow: str, **where: Any) -> dict[str, float]:
-    sel = runs["flow"] == flow
+def _rows(runs: pd.DataFrame, **where: Any) -> pd.Series:
+    """Rows whose axis columns (dotted paths) hold the given values."""
+    sel = pd.Series(True, index=runs.index)
     for path, value in where.items():
         sel &= runs[path].astype(str) == str(value)
+    return sel
+
+
+def _cell(runs: pd.DataFrame, flow: str, **where: Any) -> dict[str, float]:
+    sel = _rows(runs, **where) & (runs["flow"] == flow)
     return mean_ci((runs.loc[sel, "goodput_bps"] / 1e6).tolist())
 
 
@@ -180,8 +186,7 @@ def run(*, quick: bool = False, reps: int | None = None, seed: int = 1, workers:
             res["fig12"][w][cc] = {}
             for on, rec in SACK.items():
                 where = {"proxies.0.tcp.cc": cc, "tcp.recovery": rec, "flows.1.window": w}
-                sel = ((runs["proxies.0.tcp.cc"] == cc) & (runs["tcp.recovery"] == rec)
-                       & (runs["flows.1.window"] == w) & runs["flow"].isin(["proxied", "direct"]))
+                sel = _rows(runs, **where) & runs["flow"].isin(["proxied", "direct"])
                 jain = [jain_fairness(g["goodput_bps"].tolist()) for _, g in runs[sel].groupby("run_id")]
                 res["fig12"][w][cc][on] = {"proxied": _cell(runs, "proxied", **where),
                                            "direct": _cell(runs, "direct", **where), "jain": mean_ci(jain)}

@@ -58,6 +58,12 @@ impl Relay {
         r
     }
 
+    /// `n` bytes read from the incoming socket enter the relay buffer.
+    fn took(&mut self, n: u64) {
+        self.held += n;
+        self.peak = self.peak.max(self.held);
+    }
+
     /// The outgoing sender's transmits leave on path 1.
     fn outgoing<R>(out: &mut Outbox, f: impl FnOnce(&mut Outbox) -> R) -> R {
         let before = out.len();
@@ -82,8 +88,7 @@ impl Relay {
             }
             let room = self.capacity - self.held;
             let n = self.inbound.read(room, out);
-            self.held += n;
-            self.peak = self.peak.max(self.held);
+            self.took(n);
             moved += n;
             if moved == 0 {
                 break;
@@ -108,8 +113,7 @@ impl Endpoint for Relay {
             // data read on arrival lands in the relay buffer
             let before = self.inbound.stats().read_bytes;
             StreamReceiver::on_packet(&mut self.inbound, now, rx, out);
-            self.held += self.inbound.stats().read_bytes - before;
-            self.peak = self.peak.max(self.held);
+            self.took(self.inbound.stats().read_bytes - before);
         } else {
             let outbound = &mut self.outbound;
             Self::outgoing(out, |out| StreamSender::on_packet(outbound, now, rx, out));

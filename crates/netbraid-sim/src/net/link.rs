@@ -9,8 +9,8 @@ use super::red::{Red, RedVerdict};
 use super::{ChannelId, IfaceId, NodeId};
 use crate::engine::time::serialisation_time;
 use crate::engine::{EventKey, Time};
-use std::collections::VecDeque;
 use crate::ids::PacketRef;
+use std::collections::VecDeque;
 
 crate::counters! {
     /// Counters of one link direction (cumulative since the start of the run).
@@ -109,7 +109,6 @@ impl Channel {
             next_done_in,
         }
     }
-
 
     /// Offer a packet to the channel's queue/transmitter; `ect` says the
     /// packet may be ECN-marked instead of dropped.

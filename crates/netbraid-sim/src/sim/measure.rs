@@ -79,35 +79,37 @@ impl Simulation {
     /// destination's receiving side (what the application got), with the
     /// source's window and RTT (the first leg's: what the sending host sees).
     fn relayed_counts(&mut self, now: Time, f: usize, scope: Scope) -> Counts {
-        let flow = &self.flows[f];
-        let (legs, tracks) = (flow.legs.clone(), flow.tracks.clone());
+        let (n, first_track) = (self.flows[f].legs.len(), self.flows[f].tracks.start as usize);
         let mut side = |ep: EndpointId, path: u8| self.endpoints[ep.idx()].endpoint.snapshot(now, Scope::Path(path as usize));
+        let leg = |k: usize| self.flows[f].legs[k];
         match scope {
             Scope::Path(k) => {
-                let leg = legs[k];
-                let tx = side(leg.sender, leg.sender_path);
-                let rx = side(leg.receiver, leg.receiver_path);
+                let l = leg(k);
+                let tx = side(l.sender, l.sender_path);
+                let rx = side(l.receiver, l.receiver_path);
                 Counts {
                     transport: tx.counters.plus(&rx.counters),
-                    acct: self.tracks.acct[tracks.start as usize + k],
+                    acct: self.tracks.acct[first_track + k],
                     sender: tx.sender,
                 }
             }
             Scope::All => {
-                let last = legs[legs.len() - 1];
+                let last = leg(n - 1);
                 let mut transport = side(last.receiver, last.receiver_path).counters;
-                let source = side(legs[0].sender, legs[0].sender_path);
-                for leg in &legs {
-                    transport = transport.plus(&side(leg.sender, leg.sender_path).counters);
+                let mut source = None;
+                for l in (0..n).map(leg) {
+                    let tx = side(l.sender, l.sender_path);
+                    transport = transport.plus(&tx.counters);
+                    source.get_or_insert(tx);
                 }
+                let source = source.expect("a relayed flow has legs");
                 let c = &source.counters;
                 (transport.cwnd_area, transport.rtt_samples, transport.rtt_sum_ns) =
                     (c.cwnd_area, c.rtt_samples, c.rtt_sum_ns);
-                let sender = source.sender;
                 Counts {
                     transport,
-                    acct: self.tracks.acct(tracks),
-                    sender,
+                    acct: self.tracks.acct(self.flows[f].tracks.clone()),
+                    sender: source.sender,
                 }
             }
         }

@@ -265,7 +265,7 @@ impl Simulation {
                 .map(|(k, (pa, pb))| {
                     let pc = pa.since(pb);
                     let pr = rates(&pc, window);
-                    let ((tx, tx_path), (rx, _)) = self.ends_of(i, k);
+                    let ((tx, tx_path), _) = self.ends_of(i, k);
                     let path = &self.endpoints[tx.idx()].paths[tx_path];
                     let relay = self.endpoints[tx.idx()].endpoint.relay_buffer();
                     SubflowResult {
@@ -288,7 +288,7 @@ impl Simulation {
                         share: (!relayed && r.goodput_bps > 0.0).then(|| pr.goodput_bps / r.goodput_bps),
                         links: self.link_names(i, f.tracks.start + k as u32..f.tracks.start + k as u32 + 1),
                         from: relayed.then(|| self.node_name_of_iface(path.local)),
-                        to: relayed.then(|| self.node_name_of_iface(self.endpoints[rx.idx()].paths[0].local)),
+                        to: relayed.then(|| self.node_name_of_iface(path.remote)),
                         relay_buffer_max_bytes: relay.map(|(_, peak)| peak),
                     }
                 })

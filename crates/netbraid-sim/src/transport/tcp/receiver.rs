@@ -199,7 +199,7 @@ impl TcpReceiver {
             self.stats.delivered_bytes += self.rcv_nxt - old;
             if self.reader_waiting {
                 let n = (self.rcv_nxt - self.read).min(self.arrival_budget);
-                self.arrival_budget -= n.min(self.arrival_budget);
+                self.arrival_budget -= n;
                 self.stats.read_bytes += n;
                 self.read += n;
             }
