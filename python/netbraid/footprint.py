@@ -81,6 +81,8 @@ def estimate(s: "Scenario") -> Footprint:
             subflows = len(f.paths)
         elif f.kind == "mptcp":
             subflows = ifaces(f.src) * (ifaces(f.dst) if f.subflows == "fullmesh" else 1)
+        elif f.kind == "sctp":
+            subflows = ifaces(f.dst)  # a path per destination address
         elif f.via:
             subflows = len(f.via) + 1  # a connection per leg, a relay per proxy
         flows += n * (1 + subflows)

@@ -15,7 +15,8 @@ from typing import Any
 from . import _sim, footprint
 from .controllers import canonical
 from .errors import ScenarioError
-from .schema import MPTCP_FIELDS, TCP_FIELDS, Direction, Flow, Link, Scenario, TcpOptions
+from .schema import (MPTCP_FIELDS, SCTP_OPTION_FIELDS, TCP_FIELDS, Direction, Flow, Link, Scenario, SctpOptions,
+                     TcpOptions)
 
 MS = 1_000_000
 SECOND = 1_000_000_000
@@ -84,6 +85,15 @@ LINUX_CUBIC: dict[str, Any] = {"cc": "cubic", "cc_params": {"beta": 717 / 1024, 
 PROFILES: dict[str, TcpOptions] = {
     "rfc": TcpOptions(),
     "linux": TcpOptions(**LINUX_TCP, **LINUX_CUBIC),
+}
+#: SCTP profiles: what each sets under the scenario's and the flow's
+#: settings (RFC 9260's values are the simulator's defaults). FreeBSD 9.0
+#: from its sctp_constants.h / sctp_sysctl.h / sctp_cc_functions.c (docs/model.md).
+SCTP_PROFILES: dict[str, dict[str, Any]] = {
+    "rfc9260": {},
+    "rfc4960": {"rto_initial": 3 * SECOND},
+    "freebsd": {"rto_initial": 3 * SECOND, "initial_cwnd": 3 * (1500 - 12), "max_burst": 0, "fr_min_mtus": 2,
+                "sender_chunk_overhead": 256, "receiver_chunk_overhead": 256, "rtx_policy": "cwnd", "dac": False},
 }
 CBR_DEFAULT_PACKET = 1000
 ONOFF_DEFAULT_PACKET = 210  # ns-2 Application/Traffic/Exponential packetSize_
@@ -238,6 +248,55 @@ def mptcp_paths(where: str, f, src: int, dst: int, ifaces_of: dict[int, list[int
     return [{"src_iface": i, "dst_iface": d} for i, d in pairs], backup
 
 
+def sctp_paths(where: str, f, src: int, dst: int, ifaces_of: dict[int, list[int]], iface) -> list[dict]:
+    """An SCTP association's paths: one per destination address (the
+    destination's interface k, from the source's interface k, or its last
+    when it has fewer), or as listed in `paths`."""
+    if f.paths is not None:
+        pairs = []
+        for k, p in enumerate(f.paths):
+            a = iface(f"{where}.paths[{k}].from_iface", src, p.from_iface)
+            b = iface(f"{where}.paths[{k}].to_iface", dst, p.to_iface if p.to_iface is not None
+                      else min(p.from_iface, len(ifaces_of[dst]) - 1))
+            if (a, b) in pairs:
+                raise ScenarioError(f"{where}.paths[{k}]: the same pair of interfaces as an earlier path")
+            pairs.append((a, b))
+    else:
+        s_if, d_if = ifaces_of[src], ifaces_of[dst]
+        pairs = [(s_if[min(k, len(s_if) - 1)], d) for k, d in enumerate(d_if)]
+    return [{"src_iface": a, "dst_iface": b} for a, b in pairs]
+
+
+def sctp_config(defaults: SctpOptions, f: Flow, paths: int, where: str) -> dict[str, Any]:
+    """Profile ← scenario [sctp] ← the flow's `sctp` ← its own fields, as the
+    simulator's SctpConfig."""
+    profile = (f.sctp.profile if f.sctp is not None and f.sctp.profile else None) or defaults.profile or "rfc9260"
+    cfg: dict[str, Any] = dict(SCTP_PROFILES[profile])
+    for layer in (defaults, f.sctp):
+        if layer is not None:
+            cfg.update({k: getattr(layer, k) for k in SCTP_OPTION_FIELDS if getattr(layer, k) is not None})
+    if f.window is not None:
+        cfg["rcvbuf"] = cfg["sndbuf"] = f.window
+    for k in ("rcvbuf", "sndbuf"):
+        if getattr(f, k) is not None:
+            cfg[k] = getattr(f, k)
+    cmt = bool(f.cmt)
+    if cmt and paths < 2:
+        raise ScenarioError(f"{where}.cmt: CMT needs an association with two paths or more; this one has {paths} "
+                            "(give the hosts one link each per path, or `paths`; or set cmt = false)")
+    if f.rtx_policy is not None and not cmt:
+        raise ScenarioError(f"{where}.rtx_policy: applies with cmt = true (plain SCTP retransmits on the same path, "
+                            "or on an alternate after a timeout)")
+    primary = f.primary or 0
+    if primary >= paths:
+        raise ScenarioError(f"{where}.primary: path {primary} does not exist (the association has {paths} path(s): "
+                            f"{', '.join(map(str, range(paths)))})")
+    cfg.update(cmt=cmt, primary=primary)
+    if f.rtx_policy is not None:
+        cfg["rtx_policy"] = f.rtx_policy
+    return cfg
+
+
 def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]] | None = None,
             backend: str = "sim") -> dict[str, Any]:
     """The resolved scenario (a JSON-ready dict) for `backend`. `pcap` is a
@@ -365,6 +424,9 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                     if getattr(f, field) is not None:
                         raise ScenarioError(f"{where}.{field}: set on sim only (on emu the kernel's path manager and "
                                             "scheduler decide: one subflow per source interface); remove it or run on sim")
+            if f.kind == "sctp" and backend == "emu":
+                raise ScenarioError(f"{where}.kind: SCTP runs on sim only for now (this kernel has no SCTP, and "
+                                    "the usrsctp programs for emu are not built yet); use --backend sim")
             if f.read_rate is not None and backend == "emu":
                 raise ScenarioError(f"{where}.read_rate: a slow reader runs on sim only for now (on emu, iperf3's "
                                     "receiver reads as fast as data arrives); remove it or use --backend sim")
@@ -416,7 +478,11 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                                                     "opportunistic_retransmission": bool(f.opportunistic_retransmission),
                                                     "penalisation": bool(f.penalisation),
                                                     "reinjection": f.reinjection})
-                if f.kind in ("tcp", "mptcp"):
+                if f.kind == "sctp":
+                    paths = sctp_paths(where, f, a, b, ifaces_of, iface)
+                    spec.update(kind="sctp", paths=paths, bytes=f.bytes,
+                                sctp=sctp_config(s.sctp, f, len(paths), where))
+                elif f.kind in ("tcp", "mptcp"):
                     spec.update(kind=f.kind, tcp=tcp, bytes=f.bytes)
                     if f.kind == "tcp":
                         spec["read_rate_bps"] = f.read_rate

@@ -333,14 +333,64 @@ TCP_FIELDS = tuple(TcpOptions.model_fields)
 MPTCP_FIELDS = ("subflows", "paths", "scheduler", "backup", "opportunistic_retransmission", "penalisation",
                 "reinjection")
 
+
+# ---- SCTP ------------------------------------------------------------------
+
+
+class SctpOptions(Strict):
+    """SCTP settings (simulator). At the top level (`[sctp]`) they are
+    defaults for every SCTP flow; on a flow (`sctp = {...}`) they override
+    those. Unset = the profile's value.
+
+    `profile`: "rfc9260" (the default: RTO.Initial 1 s), "rfc4960" (its
+    constants: RTO.Initial 3 s) or "freebsd" (FreeBSD 9's SCTP, which seed
+    000 ran: RTO.Initial 3 s, initial cwnd 3·(MTU − 12), no Max.Burst,
+    ssthresh after a fast retransmit at least 2 MTUs, 256 B charged per chunk
+    against the peer's window and per chunk held by the receiver, RTX-CWND,
+    DAC off). `sfr`, `cuc`, `dac`: CMT's Split Fast Retransmit, Cwnd Update
+    and Delayed ACK (default on, except DAC in the FreeBSD profile)."""
+
+    profile: Optional[Literal["rfc9260", "rfc4960", "freebsd"]] = None
+    mtu: Optional[Annotated[int, Field(ge=52, le=65535, strict=True)]] = None
+    rto_initial: Optional[Annotated[Time, Field(gt=0)]] = None
+    rto_min: Optional[Annotated[Time, Field(gt=0)]] = None
+    rto_max: Optional[Annotated[Time, Field(gt=0)]] = None
+    path_max_retrans: Optional[Annotated[int, Field(ge=0, le=100, strict=True)]] = None
+    assoc_max_retrans: Optional[Annotated[int, Field(ge=0, le=1000, strict=True)]] = None
+    hb_interval: Optional[Annotated[Time, Field(gt=0)]] = None
+    sack_delay: Optional[Annotated[Time, Field(gt=0, le=500_000_000)]] = None
+    sack_freq: Optional[Annotated[int, Field(ge=1, le=1000, strict=True)]] = None
+    #: Most packets sent to one destination at a time; 0 = no limit.
+    max_burst: Optional[Annotated[int, Field(ge=0, le=1000, strict=True)]] = None
+    initial_cwnd: Optional[Annotated[Size, Field(ge=1)]] = None
+    abc_limit: Optional[Annotated[int, Field(ge=1, le=1000, strict=True)]] = None
+    fast_rtx_threshold: Optional[Annotated[int, Field(ge=1, le=1000, strict=True)]] = None
+    fr_min_mtus: Optional[Annotated[int, Field(ge=1, le=1000, strict=True)]] = None
+    sender_chunk_overhead: Optional[Annotated[int, Field(ge=0, le=65536, strict=True)]] = None
+    receiver_chunk_overhead: Optional[Annotated[int, Field(ge=0, le=65536, strict=True)]] = None
+    rtx_to_alternate: Optional[Flag] = None
+    sfr: Optional[Flag] = None
+    cuc: Optional[Flag] = None
+    dac: Optional[Flag] = None
+
+
+SCTP_OPTION_FIELDS = tuple(f for f in SctpOptions.model_fields if f != "profile")
+#: SCTP's own settings on a flow
+SCTP_FIELDS = ("cmt", "primary", "rtx_policy", "sctp")
+#: TCP settings an SCTP flow takes too: its socket buffers
+SCTP_TCP_FIELDS = ("rcvbuf", "sndbuf", "window")
+RTX_POLICIES = ("same", "asap", "cwnd", "ssthresh", "lossrate")
+
 # ---- traffic ---------------------------------------------------------------
 
 
 class SubflowPath(Strict):
-    """One subflow of an MPTCP flow given explicitly: from the source's
-    interface `from_iface` to the destination's `to_iface` (default: the
-    flow's `to_iface`, else the destination's first), as an
-    `ip mptcp endpoint` entry; `backup` as in `ip mptcp endpoint … backup`."""
+    """One path of a multipath flow given explicitly: from the source's
+    interface `from_iface` to the destination's `to_iface`. For MPTCP, a
+    subflow as an `ip mptcp endpoint` entry (default `to_iface`: the flow's,
+    else the destination's first), `backup` as in `ip mptcp endpoint …
+    backup`. For SCTP, a pair of the association's addresses (default
+    `to_iface`: the destination's interface with the same index)."""
 
     from_iface: Index
     to_iface: Optional[Index] = None
@@ -397,6 +447,18 @@ class Flow(TcpOptions):
     "pareto" with `shape`), as ns-2's Application/Traffic/Exponential and
     /Pareto (default packet size 210 B, as ns-2). For UDP kinds,
     `header_bytes` is the IP + UDP header per datagram (28; ns-2 adds none: 0).
+    kind = "sctp": the same over an SCTP association (simulator): one path
+    per pair of addresses, by default source interface k with destination
+    interface k for every k both hosts have (two dual-homed hosts: two
+    disjoint paths), or `paths` given one by one ({from_iface, to_iface}).
+    `cmt`: Concurrent Multipath Transfer (new data on every path; default
+    false: plain SCTP sends new data on the primary path and uses the
+    others for retransmissions after a timeout and for failover).
+    `primary`: the primary path's index in the list (default 0).
+    `rtx_policy` (CMT): where retransmissions go: "same", "asap", "cwnd"
+    (FreeBSD's, the default), "ssthresh" or "lossrate". `rcvbuf` / `sndbuf`
+    (or `window` for both): the socket buffers (default 256 KiB, FreeBSD's);
+    `sctp`: the protocol's other settings (see [sctp]).
     `via` (kind = "tcp"): the nodes of the proxies the flow is relayed
     through, in path order (each declared in [[proxies]] and on the route):
     one TCP connection per leg; the flow's own TCP settings are the end
@@ -407,7 +469,7 @@ class Flow(TcpOptions):
     """
 
     name: Name
-    kind: Literal["tcp", "mptcp", "cbr", "onoff"] = "tcp"
+    kind: Literal["tcp", "mptcp", "sctp", "cbr", "onoff"] = "tcp"
     src: Name = Field(alias="from")
     dst: Name = Field(alias="to")
     from_iface: Optional[Index] = None
@@ -427,6 +489,10 @@ class Flow(TcpOptions):
     penalisation: Optional[Flag] = None
     reinjection: Optional[Literal["upstream", "subflow_timeout"]] = None
     via: Optional[Annotated[list[Name], Field(max_length=16)]] = None
+    cmt: Optional[Flag] = None
+    primary: Optional[Index] = None
+    rtx_policy: Optional[Literal[RTX_POLICIES]] = None
+    sctp: Optional[SctpOptions] = None
     rate: Optional[Rate] = None
     packet_size: Optional[Annotated[Size, Field(ge=1, le=65507)]] = None  # IPv4 UDP payload limit
     burst_time: Optional[Annotated[Time, Field(gt=0)]] = None
@@ -439,7 +505,24 @@ class Flow(TcpOptions):
         onoff_only = ("burst_time", "idle_time", "distribution", "shape")
         if self.via is not None and self.kind != "tcp":
             raise ValueError(f"via: only tcp flows are relayed through proxies, not kind = \"{self.kind}\"")
-        if self.kind != "mptcp":
+        if self.kind != "sctp":
+            for f in SCTP_FIELDS:
+                if getattr(self, f) is not None:
+                    raise ValueError(f"{f}: applies only to sctp flows, not to kind = \"{self.kind}\"")
+        if self.kind == "sctp":
+            for f in (*MPTCP_FIELDS, *TCP_FIELDS, "read_rate"):
+                if f not in ("paths", *SCTP_TCP_FIELDS) and getattr(self, f) is not None:
+                    where = "SCTP settings go in sctp = {...}" if f in TCP_FIELDS else "not for SCTP"
+                    raise ValueError(f"{f}: applies to tcp or mptcp flows, not to kind = \"sctp\" ({where})")
+            for f in ("from_iface", "to_iface"):
+                if getattr(self, f) is not None:
+                    raise ValueError(f"{f}: an SCTP association has one path per address pair; give `paths` "
+                                     "(and `primary`) instead")
+            for k, p in enumerate(self.paths or []):
+                if p.backup:
+                    raise ValueError(f"paths[{k}].backup: applies to MPTCP subflows; an SCTP association "
+                                     "uses its other paths for retransmissions and failover anyway")
+        elif self.kind != "mptcp":
             for f in MPTCP_FIELDS:
                 if getattr(self, f) is not None:
                     raise ValueError(f"{f}: applies only to mptcp flows, not to kind = \"{self.kind}\"")
@@ -524,6 +607,7 @@ class Scenario(Strict):
     duration: Time
     seed: Annotated[int, Field(ge=0, lt=2**64, strict=True)] = 1
     tcp: TcpOptions = TcpOptions()
+    sctp: SctpOptions = SctpOptions()
     hosts: list[Host] = []
     routers: list[Router] = []
     links: list[Link] = []

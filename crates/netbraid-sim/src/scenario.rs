@@ -185,6 +185,12 @@ pub enum FlowKind {
         #[serde(default)]
         mptcp: crate::transport::mptcp::MptcpConfig,
     },
+    /// Bulk transfer over an SCTP association (with CMT or not): one path
+    /// per pair of addresses (path i is destination i).
+    Sctp {
+        sctp: crate::transport::sctp::SctpConfig,
+        bytes: Option<u64>,
+    },
     /// UDP constant bit rate (payload rate).
     Cbr {
         rate_bps: u64,

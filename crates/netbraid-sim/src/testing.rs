@@ -8,6 +8,8 @@ use crate::engine::time::serialisation_time;
 use crate::engine::Time;
 use crate::ids::{EndpointId, FlowId, IfaceId};
 use crate::net::packet::{ecn, Body, Packet};
+use crate::scenario::{DirectionSpec, FlowSpec, LinkSpec, LossSpec, MeasureSpec, NodeSpec, QueueSpec, Scenario};
+use crate::transport::{StreamReceiver, StreamSender};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -168,5 +170,185 @@ impl<A: Endpoint, B: Endpoint> BackToBack<A, B> {
     }
     pub fn b_stats(&mut self) -> Snapshot {
         self.b.snapshot(self.now, Scope::All)
+    }
+}
+
+// ---- multipath -------------------------------------------------------------
+
+/// (path, towards the receiver, now, packet) -> dropped?
+pub type DropRule = Box<dyn FnMut(usize, bool, Time, &Transmit) -> bool>;
+
+/// A minimal two-ended network with several paths for driving a multipath
+/// stream sender and receiver (MPTCP, SCTP) directly: per-path delay and
+/// rate, a drop-tail queue (`max_queue` of waiting), and a drop rule of time
+/// and path (outages, cut cables) that scenarios cannot state.
+pub struct PathNet<S: StreamSender, R: StreamReceiver> {
+    pub tx: S,
+    pub rx: R,
+    pub delay: Vec<Time>,
+    pub rate_bps: Vec<u64>,
+    busy: Vec<[Time; 2]>,
+    pub drop: DropRule,
+    heap: BinaryHeap<(Reverse<Time>, Reverse<u64>, usize)>,
+    slots: Vec<Option<(bool, Transmit)>>,
+    n: u64,
+    pub now: Time,
+    pub max_queue: Time,
+}
+
+impl<S: StreamSender, R: StreamReceiver> PathNet<S, R> {
+    /// The receiving application reads as data arrives.
+    pub fn new(tx: S, mut rx: R, delay: Vec<Time>, rate_bps: Vec<u64>) -> Self {
+        rx.set_reader_waiting(true);
+        Self {
+            tx,
+            rx,
+            busy: vec![[0, 0]; delay.len()],
+            delay,
+            rate_bps,
+            drop: Box::new(|_, _, _, _| false),
+            heap: BinaryHeap::new(),
+            slots: vec![],
+            n: 0,
+            now: 0,
+            max_queue: 50 * crate::engine::time::MILLISECOND,
+        }
+    }
+
+    fn send(&mut self, to_rx: bool, out: &mut Outbox) {
+        for t in out.drain(..) {
+            let p = t.path as usize;
+            if (self.drop)(p, to_rx, self.now, &t) {
+                continue;
+            }
+            let d = to_rx as usize;
+            let ser = serialisation_time(t.size, self.rate_bps[p]);
+            let start = self.busy[p][d].max(self.now);
+            if start - self.now > self.max_queue {
+                continue; // drop-tail
+            }
+            self.busy[p][d] = start + ser;
+            let at = start + ser + self.delay[p];
+            self.n += 1;
+            self.slots.push(Some((to_rx, t)));
+            self.heap.push((Reverse(at), Reverse(self.n), self.slots.len() - 1));
+        }
+    }
+
+    /// The application writes `bytes` (None: endlessly) at time 0.
+    pub fn start(&mut self, bytes: Option<u64>) {
+        let mut out = Vec::new();
+        self.tx.write_all(0, bytes, &mut out);
+        if bytes.is_some() {
+            self.tx.close(0, &mut out);
+        }
+        self.send(true, &mut out);
+    }
+
+    /// Run until `until`.
+    pub fn run(&mut self, until: Time) {
+        let mut out = Vec::new();
+        loop {
+            let next_pkt = self.heap.peek().map(|(Reverse(t), _, _)| *t);
+            let cands = [next_pkt, self.tx.poll_at(), self.rx.poll_at()];
+            let Some(t) = cands.iter().flatten().copied().min() else {
+                break;
+            };
+            if t > until {
+                break;
+            }
+            self.now = t.max(self.now);
+            let now = self.now;
+            if next_pkt == Some(t) {
+                let (_, _, k) = self.heap.pop().expect("peeked");
+                let (to_rx, tx) = self.slots[k].take().expect("each packet arrives once");
+                let pkt = Packet {
+                    src: IfaceId(0),
+                    dst: IfaceId(0),
+                    src_port: 0,
+                    dst_port: 0,
+                    endpoint: EndpointId(0),
+                    path: tx.path,
+                    flow: FlowId(0),
+                    track: 0,
+                    data: to_rx,
+                    size: tx.size,
+                    ttl: 64,
+                    ecn: 0,
+                    ext: None,
+                    body: tx.body,
+                };
+                let rxd = Received {
+                    packet: &pkt,
+                    ext: tx.ext,
+                };
+                if to_rx {
+                    self.rx.on_packet(now, rxd, &mut out);
+                    self.send(false, &mut out);
+                } else {
+                    self.tx.on_packet(now, rxd, &mut out);
+                    self.send(true, &mut out);
+                }
+            } else if self.tx.poll_at() == Some(t) {
+                self.tx.on_timer(now, &mut out);
+                self.send(true, &mut out);
+            } else {
+                self.rx.on_timer(now, &mut out);
+                self.send(false, &mut out);
+            }
+        }
+        self.now = self.now.max(until);
+    }
+}
+
+/// client ⇉ server over two direct links (client interfaces 0 and 2,
+/// server 1 and 3), each `rate` with one-way `delay` and `loss` towards the
+/// server, and a 100-packet queue.
+pub fn two_links(
+    paths: [(u64, Time, LossSpec); 2],
+    flows: Vec<FlowSpec>,
+    duration: Time,
+    measure_from: Time,
+) -> Scenario {
+    let dir = |rate_bps, delay_ns, loss: LossSpec| DirectionSpec {
+        rate_bps,
+        delay_ns,
+        queue: QueueSpec {
+            packets: Some(100),
+            bytes: None,
+            red: None,
+        },
+        loss,
+    };
+    Scenario {
+        name: "mptcp".into(),
+        seed: 1,
+        duration_ns: duration,
+        nodes: ["client", "server"]
+            .iter()
+            .map(|n| NodeSpec {
+                name: n.to_string(),
+                router: false,
+                multipath: Default::default(),
+            })
+            .collect(),
+        links: paths
+            .into_iter()
+            .map(|(rate, delay, loss)| LinkSpec {
+                a: 0,
+                b: 1,
+                ab: dir(rate, delay, loss),
+                ba: dir(rate, delay, LossSpec::None),
+            })
+            .collect(),
+        routes: vec![],
+        flows,
+        proxies: vec![],
+        measure: MeasureSpec {
+            start_ns: measure_from,
+            stop_ns: duration,
+            interval_ns: None,
+        },
+        pcap: vec![],
     }
 }

@@ -62,17 +62,18 @@ pub const SCTP_COMMON_HEADER: u32 = 12;
 /// stream sequence (2), payload protocol id (4).
 pub const SCTP_DATA_HEADER: u32 = 16;
 
+/// Heartbeat information the sender puts in a HEARTBEAT and the peer echoes
+/// (RFC 9260 §8.3: sender-specific; here the time sent and the destination,
+/// padded as FreeBSD's, 40 bytes).
+pub const SCTP_HEARTBEAT_INFO: u32 = 40;
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum SctpChunk {
+    /// User data (one stream: the stream id and sequence are on the wire,
+    /// counted in the header, but not modelled).
     Data {
         tsn: u32,
-        stream: u16,
-        ssn: u16,
-        /// User data bytes (the chunk is padded to 4 bytes on the wire).
         len: u32,
-        /// Which of the sender's destinations it was sent to (for CMT's
-        /// per-destination bookkeeping; not a wire field).
-        dest: u8,
     },
     Sack {
         cum_tsn: u32,
@@ -83,11 +84,14 @@ pub enum SctpChunk {
         /// CMT's DAC flag: packets received since the last SACK (1 or 2).
         dac_packets: u8,
     },
+    /// Its information: which destination it probed, and when.
     Heartbeat {
-        info_len: u16,
+        dest: u8,
+        sent_at: u64,
     },
     HeartbeatAck {
-        info_len: u16,
+        dest: u8,
+        sent_at: u64,
     },
 }
 
@@ -99,7 +103,7 @@ impl SctpChunk {
             // header (4), cumulative TSN ack (4), a_rwnd (4), #gaps (2), #dups (2)
             SctpChunk::Sack { gaps, duplicates, .. } => 16 + 4 * gaps.len() as u32 + 4 * duplicates.len() as u32,
             // chunk header + heartbeat-info parameter (type, length, info)
-            SctpChunk::Heartbeat { info_len } | SctpChunk::HeartbeatAck { info_len } => 4 + 4 + *info_len as u32,
+            SctpChunk::Heartbeat { .. } | SctpChunk::HeartbeatAck { .. } => 4 + 4 + SCTP_HEARTBEAT_INFO,
         };
         raw.div_ceil(4) * 4
     }
@@ -182,26 +186,10 @@ mod tests {
     /// payload bytes (payload efficiency 96.8 %, protocols.md §6).
     #[test]
     fn sctp_data_payload_at_mtu_1500() {
-        let data = SctpChunk::Data {
-            tsn: 0,
-            stream: 0,
-            ssn: 0,
-            len: 1452,
-            dest: 0,
-        };
+        let data = SctpChunk::Data { tsn: 0, len: 1452 };
         assert_eq!(20 + Ext::Sctp(vec![data]).wire_bytes(), 1500);
         // A chunk is padded to 4 bytes.
-        assert_eq!(
-            SctpChunk::Data {
-                tsn: 0,
-                stream: 0,
-                ssn: 0,
-                len: 1,
-                dest: 0
-            }
-            .wire_bytes(),
-            20
-        );
+        assert_eq!(SctpChunk::Data { tsn: 0, len: 1 }.wire_bytes(), 20);
     }
 
     /// RFC 8684 §3.2: MP_JOIN's third ACK carries a 24-byte option.

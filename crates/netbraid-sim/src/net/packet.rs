@@ -149,10 +149,19 @@ pub struct UdpDatagram {
     pub len: u32,
 }
 
+/// An SCTP packet: its chunks travel in the packet's extension; the body
+/// keeps what the network and the captures read without it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SctpPacket {
+    /// User data bytes in its DATA chunks.
+    pub user_bytes: u32,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Body {
     Tcp(TcpSegment),
     Udp(UdpDatagram),
+    Sctp(SctpPacket),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -193,6 +202,7 @@ impl Packet {
         match self.body {
             Body::Tcp(_) => 6,
             Body::Udp(_) => 17,
+            Body::Sctp(_) => 132,
         }
     }
 
@@ -201,6 +211,7 @@ impl Packet {
         match &self.body {
             Body::Tcp(s) => s.len,
             Body::Udp(d) => d.len,
+            Body::Sctp(p) => p.user_bytes,
         }
     }
 }

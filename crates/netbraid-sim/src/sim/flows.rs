@@ -10,6 +10,7 @@ use crate::engine::{RandomStream, Time};
 use crate::error::SimError;
 use crate::scenario::{FlowKind, FlowSpec, ProxySpec};
 use crate::transport::mptcp::{MptcpReceiver, MptcpSender};
+use crate::transport::sctp::{SctpReceiver, SctpSender};
 use crate::transport::tcp::{TcpReceiver, TcpSender};
 use rand::RngCore;
 
@@ -50,7 +51,13 @@ fn controller(
 
 /// The relay a proxy runs for `spec`'s leg `leg` → `leg + 1` (a TCP flow;
 /// `field` names the proxy in messages).
-pub fn relay(spec: &FlowSpec, setup: &FlowSetup, proxy: &ProxySpec, leg: usize, field: &str) -> Result<Box<dyn Endpoint>, SimError> {
+pub fn relay(
+    spec: &FlowSpec,
+    setup: &FlowSetup,
+    proxy: &ProxySpec,
+    leg: usize,
+    field: &str,
+) -> Result<Box<dyn Endpoint>, SimError> {
     let FlowKind::Tcp { bytes, .. } = &spec.kind else {
         return Err(SimError::invalid(
             format!("{}.via", setup.field),
@@ -88,6 +95,15 @@ pub fn builtin(spec: &FlowSpec, setup: &FlowSetup) -> Result<EndpointPair, SimEr
             .collect::<Result<Vec<_>, _>>()?;
         let sender = BulkSender::new(MptcpSender::new(tcp.clone(), mptcp, controllers), *bytes);
         let reader = Reader::new(MptcpReceiver::new(tcp, setup.paths), ReadPolicy::Waiting);
+        return Ok((Box::new(sender), Box::new(reader)));
+    }
+    if let FlowKind::Sctp { sctp, bytes } = &spec.kind {
+        sctp.validate(&format!("{path}."), setup.paths)?;
+        let seed = RandomStream::new(setup.seed, &format!("sctp:{}", spec.name))
+            .inner()
+            .next_u64();
+        let sender = BulkSender::new(SctpSender::new(sctp.clone(), setup.paths, seed), *bytes);
+        let reader = Reader::new(SctpReceiver::new(sctp, setup.paths), ReadPolicy::Waiting);
         return Ok((Box::new(sender), Box::new(reader)));
     }
     if setup.paths != 1 {
@@ -188,6 +204,6 @@ pub fn builtin(spec: &FlowSpec, setup: &FlowSetup) -> Result<EndpointPair, SimEr
             };
             (source, Box::new(UdpSink::default()))
         }
-        FlowKind::Mptcp { .. } => unreachable!("handled above"),
+        FlowKind::Mptcp { .. } | FlowKind::Sctp { .. } => unreachable!("handled above"),
     })
 }

@@ -148,6 +148,14 @@ fn encode_headers(buf: &mut Vec<u8>, pkt: &Packet) -> u32 {
             l4.extend_from_slice(&[0, 0]);
             (17u8, d.len)
         }
+        Body::Sctp(p) => {
+            // The common header (verification tag and CRC32c left zero);
+            // the chunks are not captured, only counted in the length.
+            l4.extend_from_slice(&sport.to_be_bytes());
+            l4.extend_from_slice(&dport.to_be_bytes());
+            l4.extend_from_slice(&[0; 8]);
+            (132u8, pkt.size.saturating_sub(20 + 12).max(p.user_bytes))
+        }
     };
     let total = 20 + l4.len() as u32 + payload;
     let mut ip = [0u8; 20];

@@ -4,6 +4,7 @@
 //! sockets never see the network.
 
 pub mod mptcp;
+pub mod sctp;
 pub mod stream;
 pub mod tcp;
 pub mod udp;

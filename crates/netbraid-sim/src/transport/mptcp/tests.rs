@@ -13,53 +13,9 @@ use crate::engine::Time;
 use crate::scenario::*;
 use crate::sim::{builtin, EndpointPair, FlowSetup};
 use crate::sim::{RunResult, Simulation};
+use crate::testing::{two_links, PathNet};
+use crate::transport::mptcp::MptcpSender;
 use crate::transport::tcp::TcpConfig;
-
-/// client ⇉ server over two direct links (client interfaces 0 and 2,
-/// server 1 and 3), each `rate` with one-way `delay`, and a 100-packet queue.
-fn two_links(paths: [(u64, Time, LossSpec); 2], flows: Vec<FlowSpec>, duration: Time, measure_from: Time) -> Scenario {
-    let dir = |rate_bps, delay_ns, loss: LossSpec| DirectionSpec {
-        rate_bps,
-        delay_ns,
-        queue: QueueSpec {
-            packets: Some(100),
-            bytes: None,
-            red: None,
-        },
-        loss,
-    };
-    Scenario {
-        name: "mptcp".into(),
-        seed: 1,
-        duration_ns: duration,
-        nodes: ["client", "server"]
-            .iter()
-            .map(|n| NodeSpec {
-                name: n.to_string(),
-                router: false,
-                multipath: Default::default(),
-            })
-            .collect(),
-        links: paths
-            .into_iter()
-            .map(|(rate, delay, loss)| LinkSpec {
-                a: 0,
-                b: 1,
-                ab: dir(rate, delay, loss),
-                ba: dir(rate, delay, LossSpec::None),
-            })
-            .collect(),
-        routes: vec![],
-        flows,
-        proxies: vec![],
-        measure: MeasureSpec {
-            start_ns: measure_from,
-            stop_ns: duration,
-            interval_ns: None,
-        },
-        pcap: vec![],
-    }
-}
 
 fn tcp_cfg(cc: &str) -> TcpConfig {
     TcpConfig {
@@ -515,151 +471,23 @@ fn a_window_limited_connection_is_not_held_by_delayed_acks() {
 
 // ---- failures and edge cases, driven directly ---------------------------------
 
-/// A minimal two-ended network for driving an MPTCP sender and receiver
-/// directly: per-path delay and rate, a drop-tail queue (50 ms), and a drop
-/// rule of time and path (outages, cut cables) that scenarios cannot state.
-mod harness {
-    use crate::endpoint::{Outbox, Received, Transmit};
-    use crate::engine::Time;
-    use crate::ids::{EndpointId, FlowId, IfaceId};
-    use crate::net::packet::{Body, Packet};
-    use crate::transport::mptcp::{MptcpConfig, MptcpReceiver, MptcpSender, Scheduler};
-    use crate::transport::tcp::TcpConfig;
-    use crate::transport::{StreamReceiver, StreamSender};
-    use std::cmp::Reverse;
-    use std::collections::BinaryHeap;
-
-    /// (path, towards the receiver, now, packet) -> dropped?
-    pub type DropRule = Box<dyn FnMut(usize, bool, Time, &Transmit) -> bool>;
-
-    pub struct Net {
-        pub tx: MptcpSender,
-        pub rx: MptcpReceiver,
-        pub delay: Vec<Time>,
-        pub rate_bps: Vec<u64>,
-        busy: Vec<[Time; 2]>,
-        /// (path, towards the receiver, now, size) -> dropped?
-        pub drop: DropRule,
-        heap: BinaryHeap<(Reverse<Time>, Reverse<u64>, usize)>,
-        slots: Vec<Option<(bool, Transmit)>>,
-        n: u64,
-        pub now: Time,
-        pub max_queue: Time,
-    }
-
-    impl Net {
-        pub fn new(tcp: TcpConfig, sched: Scheduler, cc: &str, delay: Vec<Time>, rate_bps: Vec<u64>) -> Self {
-            let paths = delay.len();
-            let mut cfg = tcp.clone();
-            cfg.cc = cc.into();
-            let ccs = (0..paths)
-                .map(|_| crate::cc::build("", &cfg.cc, &cfg.cc_params, cfg.controller_config()).unwrap())
-                .collect();
-            let mcfg = MptcpConfig {
-                scheduler: sched,
-                ..MptcpConfig::default()
-            };
-            let mut rx = MptcpReceiver::new(&cfg, paths);
-            rx.set_reader_waiting(true);
-            Self {
-                tx: MptcpSender::new(cfg, &mcfg, ccs),
-                rx,
-                busy: vec![[0, 0]; paths],
-                delay,
-                rate_bps,
-                drop: Box::new(|_, _, _, _| false),
-                heap: BinaryHeap::new(),
-                slots: vec![],
-                n: 0,
-                now: 0,
-                max_queue: 50 * crate::engine::time::MILLISECOND,
-            }
-        }
-        fn send(&mut self, to_rx: bool, out: &mut Outbox) {
-            for t in out.drain(..) {
-                let p = t.path as usize;
-                if (self.drop)(p, to_rx, self.now, &t) {
-                    continue;
-                }
-                let d = to_rx as usize;
-                let ser = t.size as u64 * 8 * 1_000_000_000 / self.rate_bps[p];
-                let start = self.busy[p][d].max(self.now);
-                if start - self.now > self.max_queue {
-                    continue; // drop-tail
-                }
-                self.busy[p][d] = start + ser;
-                let at = start + ser + self.delay[p];
-                self.n += 1;
-                self.slots.push(Some((to_rx, t)));
-                self.heap.push((Reverse(at), Reverse(self.n), self.slots.len() - 1));
-            }
-        }
-        pub fn start(&mut self, bytes: Option<u64>) {
-            let mut out = Vec::new();
-            self.tx.write_all(0, bytes, &mut out);
-            if bytes.is_some() {
-                self.tx.close(0, &mut out);
-            }
-            self.send(true, &mut out);
-        }
-        /// Run until `until`.
-        pub fn run(&mut self, until: Time) {
-            let mut out = Vec::new();
-            loop {
-                let next_pkt = self.heap.peek().map(|(Reverse(t), _, _)| *t);
-                let cands = [next_pkt, self.tx.poll_at(), self.rx.poll_at()];
-                let Some(t) = cands.iter().flatten().copied().min() else {
-                    break;
-                };
-                if t > until {
-                    break;
-                }
-                self.now = t.max(self.now);
-                let now = self.now;
-                if next_pkt == Some(t) {
-                    let (_, _, k) = self.heap.pop().unwrap();
-                    let (to_rx, tx) = self.slots[k].take().unwrap();
-                    let pkt = Packet {
-                        src: IfaceId(0),
-                        dst: IfaceId(0),
-                        src_port: 0,
-                        dst_port: 0,
-                        endpoint: EndpointId(0),
-                        path: tx.path,
-                        flow: FlowId(0),
-                        track: 0,
-                        data: matches!(&tx.body, Body::Tcp(s) if s.len > 0),
-                        size: tx.size,
-                        ttl: 64,
-                        ecn: 0,
-                        ext: None,
-                        body: tx.body,
-                    };
-                    let rxd = Received {
-                        packet: &pkt,
-                        ext: tx.ext,
-                    };
-                    if to_rx {
-                        self.rx.on_packet(now, rxd, &mut out);
-                        self.send(false, &mut out);
-                    } else {
-                        self.tx.on_packet(now, rxd, &mut out);
-                        self.send(true, &mut out);
-                    }
-                } else if self.tx.poll_at() == Some(t) {
-                    self.tx.on_timer(now, &mut out);
-                    self.send(true, &mut out);
-                } else {
-                    self.rx.on_timer(now, &mut out);
-                    self.send(false, &mut out);
-                }
-            }
-            self.now = self.now.max(until);
-        }
-    }
+/// The harness net with an MPTCP connection over `delay.len()` paths.
+fn mptcp_net(tcp: TcpConfig, sched: Scheduler, cc: &str, delay: Vec<Time>, rate_bps: Vec<u64>) -> Net {
+    let paths = delay.len();
+    let mut cfg = tcp.clone();
+    cfg.cc = cc.into();
+    let ccs = (0..paths)
+        .map(|_| crate::cc::build("", &cfg.cc, &cfg.cc_params, cfg.controller_config()).unwrap())
+        .collect();
+    let mcfg = MptcpConfig {
+        scheduler: sched,
+        ..MptcpConfig::default()
+    };
+    let rx = MptcpReceiver::new(&cfg, paths);
+    PathNet::new(MptcpSender::new(cfg, &mcfg, ccs), rx, delay, rate_bps)
 }
 
-use harness::Net;
+type Net = PathNet<MptcpSender, MptcpReceiver>;
 
 fn big_buffers(mb: u64) -> TcpConfig {
     TcpConfig {
@@ -675,7 +503,7 @@ fn a_reinjection_nobody_can_take_does_not_block_the_rest() {
     // from 8.5 to 10 s. Path 0's timeout queues its data for reinjection
     // while path 1 is full but not yet timed out; path 1 then times out for
     // good. Path 0 works again from 10 s: the connection must move on it.
-    let mut net = Net::new(
+    let mut net = mptcp_net(
         big_buffers(4),
         Scheduler::MinRtt,
         "reno",
@@ -703,7 +531,7 @@ fn data_reinjected_onto_a_subflow_that_then_fails_goes_again() {
     // the others), path 1 at 9.1 s, holding some of it: path 2 still works
     // and must get everything through.
     for sched in [Scheduler::Default, Scheduler::MinRtt] {
-        let mut net = Net::new(
+        let mut net = mptcp_net(
             big_buffers(4),
             sched,
             "reno",
@@ -734,7 +562,7 @@ fn data_held_above_a_dead_subflows_hole_is_released() {
         sndbuf: 128 * 1024,
         ..TcpConfig::default()
     };
-    let mut net = Net::new(
+    let mut net = mptcp_net(
         tcp,
         Scheduler::Default,
         "reno",
@@ -764,7 +592,7 @@ fn a_new_subflow_starts_with_the_rtt_of_its_join() {
     // Paths of 10 ms and 800 ms round trip: the slow subflow's first RTT
     // comes from its MP_JOIN; without it the default scheduler would think
     // it drains at once and wait on it for a whole round trip.
-    let mut net = Net::new(
+    let mut net = mptcp_net(
         big_buffers(8),
         Scheduler::Default,
         "reno",
@@ -1121,10 +949,8 @@ mod matrix_over_paths {
 /// no LossSpec expresses: all paths out for seconds, flapping paths, ACKs
 /// lost in one direction, 2 and 3 paths, a backup.
 mod matrix_under_outages {
-    use super::harness::Net;
     use super::*;
     use crate::endpoint::Transmit;
-    use crate::transport::mptcp::MptcpSender;
     use crate::transport::{StreamReceiver, StreamSender};
 
     type Drop = Box<dyn FnMut(usize, bool, Time, &Transmit) -> bool>;
@@ -1210,7 +1036,7 @@ mod matrix_under_outages {
             tcp.sndbuf = b;
         }
         let delay: Vec<Time> = [5, 30, 60][..paths].iter().map(|d| d * MILLISECOND).collect();
-        let mut net = Net::new(tcp.clone(), sched, "reno", delay, vec![10 * MBPS; paths]);
+        let mut net = mptcp_net(tcp.clone(), sched, "reno", delay, vec![10 * MBPS; paths]);
         let mcfg = MptcpConfig {
             scheduler: sched,
             reinjection: Some(policy),

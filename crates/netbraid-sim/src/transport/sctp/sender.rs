@@ -1,0 +1,963 @@
+//! The sending end of an SCTP association: the TSN space, per-destination
+//! congestion control and timers, SACK processing (RFC 9260 §6.2.1, §7.2,
+//! HTNA and fast retransmit from RFC 4960 §7.2.4), T3-rtx (§6.3.3),
+//! heartbeats and path failure (§8.2–8.3), and CMT (SFR, CUC, DAC and the
+//! retransmission policies).
+
+use std::collections::{BTreeSet, VecDeque};
+
+use super::{RtxPolicy, SctpConfig, IP_HEADER};
+use crate::endpoint::{Outbox, Received, Report, Scope, SenderState, Snapshot, Transmit};
+use crate::engine::{RandomStream, Time};
+use crate::net::ext::{Ext, SctpChunk, SCTP_COMMON_HEADER, SCTP_DATA_HEADER};
+use crate::net::packet::{Body, SctpPacket};
+use crate::trace::counters::TransportCounters;
+use crate::transport::tcp::RttEstimator;
+use crate::transport::StreamSender;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Sent and counted in its destination's flight.
+    InFlight,
+    /// Reported received in a gap-ack block (not yet cumulatively acked).
+    Acked,
+    /// Marked for retransmission (fast retransmit or T3), not in flight.
+    Marked,
+}
+
+/// A DATA chunk not yet cumulatively acknowledged; its TSN is its place in
+/// the queue.
+#[derive(Clone, Copy, Debug)]
+struct Chunk {
+    len: u32,
+    /// The destination it was last sent to.
+    dest: u8,
+    /// Where it goes when marked.
+    rtx_dest: u8,
+    state: State,
+    /// Miss indications since it was last sent.
+    misses: u32,
+    /// Fast-retransmitted once already (never again: RFC 4960 §7.2.4).
+    fast_retransmitted: bool,
+    transmissions: u32,
+}
+
+/// One destination (one path): its congestion window, timers and state.
+struct Dest {
+    cwnd: u64,
+    ssthresh: u64,
+    /// partial_bytes_acked (congestion avoidance).
+    pba: u64,
+    /// Data bytes and chunks in flight to it.
+    flight: u64,
+    flight_chunks: u64,
+    rtt: RttEstimator,
+    /// The chunk timed for an RTT sample (one per round trip) and when it left.
+    timing: Option<(u32, Time)>,
+    /// T3-rtx deadline.
+    t3: Option<Time>,
+    /// Consecutive errors (T3 expiries, unanswered heartbeats).
+    errors: u32,
+    active: bool,
+    /// In fast recovery until this TSN is acknowledged.
+    fast_recovery: Option<u32>,
+    highest_sent: u32,
+    next_heartbeat: Option<Time>,
+    /// When the heartbeat still unanswered was sent.
+    heartbeat_out: Option<Time>,
+    /// Chunks sent to it and chunks marked lost on it (RTX-LOSSRATE).
+    sent_chunks: u64,
+    lost_chunks: u64,
+    stats: TransportCounters,
+    cwnd_clock: Time,
+    // ---- per SACK
+    /// Bytes newly acknowledged on it by this SACK.
+    net_ack: u64,
+    /// This SACK newly acks a chunk sent to it, and the highest such (SFR).
+    saw_newack: bool,
+    highest_newack: u32,
+    /// Its oldest outstanding TSN before this SACK (CUC), and whether this
+    /// SACK acknowledged it.
+    pseudo_cumack: Option<u32>,
+    new_pseudo_cumack: bool,
+    /// Its flight before this SACK ("cwnd fully used").
+    flight_before: u64,
+}
+
+impl Dest {
+    fn has_room(&self) -> bool {
+        self.flight < self.cwnd
+    }
+}
+
+pub struct SctpSender {
+    cfg: SctpConfig,
+    mtu: u64,
+    max_data: u32,
+    dests: Vec<Dest>,
+    /// Chunks from the cumulative ack point on: `chunks[i]` has TSN `front_tsn + i`.
+    chunks: VecDeque<Chunk>,
+    front_tsn: u32,
+    next_tsn: u32,
+    /// TSNs marked for retransmission.
+    marked: BTreeSet<u32>,
+    /// Send one packet of marked chunks now, whatever the cwnd (after a fast
+    /// retransmit or a T3 expiry).
+    force_retransmission: bool,
+    /// Bytes in the send buffer (chunks not yet cumulatively acked, and data
+    /// not yet cut into chunks), and of them not yet in chunks.
+    buffered: u64,
+    unchunked: u64,
+    /// What the application still wants to write (None: endlessly).
+    to_write: Option<u64>,
+    closed: bool,
+    /// The peer's window as the sender reckons it (a_rwnd less the flight).
+    peer_rwnd: u64,
+    assoc_errors: u32,
+    aborted: bool,
+    /// CMT: the destination the next send pass starts with.
+    rotate: usize,
+    started: bool,
+    completed_at: Option<Time>,
+    rng: RandomStream,
+}
+
+impl SctpSender {
+    /// An association over `paths` paths (destination i is path i).
+    pub fn new(cfg: SctpConfig, paths: usize, seed: u64) -> Self {
+        let mtu = cfg.mtu as u64;
+        let dests = (0..paths.max(1))
+            .map(|_| Dest {
+                cwnd: cfg.initial_cwnd(),
+                // RFC 9260 §7.2.1: initially the peer's a_rwnd
+                ssthresh: cfg.rcvbuf,
+                pba: 0,
+                flight: 0,
+                flight_chunks: 0,
+                rtt: RttEstimator::new(cfg.rto_min, cfg.rto_max, cfg.rto_initial, 0),
+                timing: None,
+                t3: None,
+                errors: 0,
+                active: true,
+                fast_recovery: None,
+                highest_sent: 0,
+                next_heartbeat: None,
+                heartbeat_out: None,
+                sent_chunks: 0,
+                lost_chunks: 0,
+                stats: TransportCounters::default(),
+                cwnd_clock: 0,
+                net_ack: 0,
+                saw_newack: false,
+                highest_newack: 0,
+                pseudo_cumack: None,
+                new_pseudo_cumack: false,
+                flight_before: 0,
+            })
+            .collect();
+        Self {
+            mtu,
+            max_data: cfg.max_data(),
+            peer_rwnd: cfg.rcvbuf,
+            cfg,
+            dests,
+            chunks: VecDeque::new(),
+            front_tsn: 1,
+            next_tsn: 1,
+            marked: BTreeSet::new(),
+            force_retransmission: false,
+            buffered: 0,
+            unchunked: 0,
+            to_write: Some(0),
+            closed: false,
+            assoc_errors: 0,
+            aborted: false,
+            rotate: 0,
+            started: false,
+            completed_at: None,
+            rng: RandomStream::new(seed, "sctp"),
+        }
+    }
+
+    // ---- accessors (for tests and results) ------------------------------
+
+    pub fn cwnd(&self, d: usize) -> u64 {
+        self.dests[d].cwnd
+    }
+    pub fn ssthresh(&self, d: usize) -> u64 {
+        self.dests[d].ssthresh
+    }
+    /// Destination `d`'s consecutive errors.
+    pub fn error_count(&self, d: usize) -> u32 {
+        self.dests[d].errors
+    }
+    pub fn is_active(&self, d: usize) -> bool {
+        self.dests[d].active
+    }
+    pub fn rto(&self, d: usize) -> Time {
+        self.dests[d].rtt.rto()
+    }
+    /// The association gave up (Association.Max.Retrans exceeded).
+    pub fn aborted(&self) -> bool {
+        self.aborted
+    }
+    /// Where plain SCTP sends new data: the primary while it is active, else
+    /// the first active alternate.
+    pub fn data_destination(&self) -> usize {
+        let p = self.cfg.primary as usize;
+        if self.dests[p].active {
+            return p;
+        }
+        (0..self.dests.len()).find(|&d| self.dests[d].active).unwrap_or(p)
+    }
+
+    fn total_flight(&self) -> (u64, u64) {
+        self.dests
+            .iter()
+            .fold((0, 0), |(b, c), d| (b + d.flight, c + d.flight_chunks))
+    }
+
+    fn set_cwnd(&mut self, d: usize, now: Time, cwnd: u64) {
+        let dest = &mut self.dests[d];
+        dest.stats.cwnd_area += dest.cwnd as f64 * now.saturating_sub(dest.cwnd_clock) as f64;
+        dest.cwnd_clock = now;
+        dest.cwnd = cwnd;
+    }
+
+    // ---- the send buffer --------------------------------------------------
+
+    /// Move what the application waits to write into the buffer's room.
+    fn fill(&mut self) {
+        let room = self.cfg.sndbuf.saturating_sub(self.buffered);
+        let take = self.to_write.map_or(room, |w| w.min(room));
+        self.buffered += take;
+        self.unchunked += take;
+        if let Some(w) = &mut self.to_write {
+            *w -= take;
+        }
+    }
+
+    fn done_writing(&self) -> bool {
+        self.to_write == Some(0)
+    }
+
+    // ---- choosing destinations -------------------------------------------
+
+    /// The active destination that maximises `key` (ties broken at random,
+    /// as the paper and FreeBSD do); `fallback` when none is active.
+    fn best_by(&mut self, fallback: usize, key: impl Fn(&Dest) -> f64) -> usize {
+        let active: Vec<usize> = (0..self.dests.len()).filter(|&d| self.dests[d].active).collect();
+        let Some(best) = active.iter().map(|&d| key(&self.dests[d])).max_by(f64::total_cmp) else {
+            return fallback;
+        };
+        let ties: Vec<usize> = active.into_iter().filter(|&d| key(&self.dests[d]) == best).collect();
+        if ties.len() == 1 {
+            ties[0]
+        } else {
+            ties[(self.rng.uniform() * ties.len() as f64) as usize % ties.len()]
+        }
+    }
+
+    /// Where a chunk last sent to `from` goes again; `timeout`: after a T3 expiry.
+    fn retransmission_destination(&mut self, from: usize, timeout: bool) -> usize {
+        if !self.cfg.cmt {
+            if !timeout || !self.cfg.rtx_to_alternate {
+                return if self.dests[from].active {
+                    from
+                } else {
+                    self.data_destination()
+                };
+            }
+            let preferred = self.data_destination();
+            if preferred != from && self.dests[preferred].active {
+                return preferred;
+            }
+            return (0..self.dests.len())
+                .find(|&d| d != from && self.dests[d].active)
+                .unwrap_or(from);
+        }
+        match self.cfg.rtx_policy {
+            RtxPolicy::Same if self.dests[from].active => from,
+            RtxPolicy::Same | RtxPolicy::Cwnd => self.best_by(from, |d| d.cwnd as f64),
+            RtxPolicy::Asap => self.best_by(from, |d| d.cwnd as f64 - d.flight as f64),
+            RtxPolicy::Ssthresh => self.best_by(from, |d| d.ssthresh as f64),
+            RtxPolicy::Lossrate => self.best_by(from, |d| -(d.lost_chunks as f64 / d.sent_chunks.max(1) as f64)),
+        }
+    }
+
+    // ---- sending ---------------------------------------------------------
+
+    fn chunk(&self, tsn: u32) -> &Chunk {
+        &self.chunks[(tsn - self.front_tsn) as usize]
+    }
+
+    /// Account for chunk `tsn` leaving for destination `d` now.
+    fn on_chunk_sent(&mut self, tsn: u32, d: usize, now: Time) {
+        let i = (tsn - self.front_tsn) as usize;
+        let overhead = self.cfg.sender_chunk_overhead as u64;
+        let c = &mut self.chunks[i];
+        c.state = State::InFlight;
+        c.dest = d as u8;
+        c.misses = 0;
+        c.transmissions += 1;
+        let (len, first) = (c.len as u64, c.transmissions == 1);
+        self.peer_rwnd = self.peer_rwnd.saturating_sub(len + overhead);
+        let dest = &mut self.dests[d];
+        dest.flight += len;
+        dest.flight_chunks += 1;
+        dest.sent_chunks += 1;
+        dest.highest_sent = dest.highest_sent.max(tsn);
+        if first {
+            if dest.timing.is_none() {
+                dest.timing = Some((tsn, now));
+            }
+        } else {
+            dest.stats.retransmits += 1;
+            // Karn: a retransmitted chunk gives no RTT sample
+            for other in &mut self.dests {
+                if other.timing.is_some_and(|(t, _)| t == tsn) {
+                    other.timing = None;
+                }
+            }
+        }
+        let dest = &mut self.dests[d];
+        // R1: start the timer if it is not running; the first outstanding
+        // chunk sent again restarts it (RFC 4960 §7.2.4 step 4)
+        if dest.t3.is_none() || (!first && tsn == self.front_tsn) {
+            dest.t3 = Some(now + dest.rtt.rto());
+        }
+    }
+
+    fn emit(&mut self, d: usize, chunks: Vec<SctpChunk>, user_bytes: u32, out: &mut Outbox) {
+        let ext = Ext::Sctp(chunks);
+        let size = IP_HEADER + ext.wire_bytes();
+        let stats = &mut self.dests[d].stats;
+        stats.packets_sent += 1;
+        stats.bytes_sent += user_bytes as u64;
+        out.push(Transmit {
+            path: d as u8,
+            body: Body::Sctp(SctpPacket { user_bytes }),
+            size,
+            ect: false,
+            ext: Some(Box::new(ext)),
+        });
+    }
+
+    /// One packet of marked chunks for destination `d`, from `first` on,
+    /// bundled up to the MTU (chunks marked for elsewhere are skipped).
+    fn send_marked_packet(&mut self, first: u32, d: usize, now: Time, out: &mut Outbox) {
+        let mut size = IP_HEADER + SCTP_COMMON_HEADER;
+        let mut chunks = Vec::new();
+        let mut user = 0;
+        let candidates: Vec<u32> = self.marked.range(first..).copied().collect();
+        for tsn in candidates {
+            let c = *self.chunk(tsn);
+            if c.rtx_dest as usize != d {
+                continue;
+            }
+            let bytes = (SCTP_DATA_HEADER + c.len).div_ceil(4) * 4;
+            if size + bytes > self.cfg.mtu && !chunks.is_empty() {
+                break;
+            }
+            size += bytes;
+            user += c.len;
+            chunks.push(SctpChunk::Data { tsn, len: c.len });
+            self.marked.remove(&tsn);
+            self.on_chunk_sent(tsn, d, now);
+        }
+        if !chunks.is_empty() {
+            self.emit(d, chunks, user, out);
+        }
+    }
+
+    /// One packet of new chunks for `d`, as many as fit in the MTU and the
+    /// peer's window (one chunk when nothing is in flight anywhere: the
+    /// zero-window probe); false when none could go.
+    fn send_new_packet(&mut self, d: usize, now: Time, out: &mut Outbox) -> bool {
+        let overhead = self.cfg.sender_chunk_overhead as u64;
+        let mut size = IP_HEADER + SCTP_COMMON_HEADER;
+        let mut chunks = Vec::new();
+        let mut user = 0;
+        loop {
+            if self.unchunked < self.max_data as u64 {
+                self.fill();
+            }
+            let len = self.unchunked.min(self.max_data as u64) as u32;
+            if len == 0 {
+                break;
+            }
+            // Nagle (on by default in SCTP stacks): a short chunk waits while
+            // data is in flight and more is coming.
+            let in_flight = self.total_flight().0 > 0;
+            if len < self.max_data && !self.done_writing() && (in_flight || !chunks.is_empty()) {
+                break;
+            }
+            let bytes = (SCTP_DATA_HEADER + len).div_ceil(4) * 4;
+            if size + bytes > self.cfg.mtu && !chunks.is_empty() {
+                break;
+            }
+            let probe = !in_flight && chunks.is_empty();
+            if self.peer_rwnd < len as u64 + overhead && !probe {
+                break;
+            }
+            let tsn = self.next_tsn;
+            self.next_tsn += 1;
+            self.unchunked -= len as u64;
+            self.chunks.push_back(Chunk {
+                len,
+                dest: d as u8,
+                rtx_dest: d as u8,
+                state: State::InFlight,
+                misses: 0,
+                fast_retransmitted: false,
+                transmissions: 0,
+            });
+            size += bytes;
+            user += len;
+            chunks.push(SctpChunk::Data { tsn, len });
+            self.on_chunk_sent(tsn, d, now);
+        }
+        if chunks.is_empty() {
+            return false;
+        }
+        self.emit(d, chunks, user, out);
+        true
+    }
+
+    /// Send what the windows allow: a forced retransmission first, then
+    /// marked chunks, then new data (RFC 9260 §6.1 C).
+    fn transmit(&mut self, now: Time, out: &mut Outbox) {
+        if self.aborted || !self.started {
+            return;
+        }
+        if std::mem::take(&mut self.force_retransmission) {
+            if let Some(&first) = self.marked.first() {
+                let d = self.target_of(first);
+                self.send_marked_packet(first, d, now, out);
+            }
+        }
+        let n = self.dests.len();
+        let mut bursts = vec![0u32; n];
+        let max_burst = self.cfg.max_burst;
+        let burst_ok = |b: u32| max_burst == 0 || b < max_burst;
+        // retransmissions, oldest first, each where it is marked to go
+        let mut cursor = self.marked.first().copied();
+        while let Some(tsn) = cursor {
+            let d = self.target_of(tsn);
+            if self.dests[d].has_room() && burst_ok(bursts[d]) {
+                self.send_marked_packet(tsn, d, now, out);
+                bursts[d] += 1;
+            }
+            cursor = self.marked.range(tsn + 1..).next().copied();
+        }
+        // new data: to the primary (or its alternate), or with CMT to every
+        // destination with room, starting one further each time
+        let targets: Vec<usize> = if self.cfg.cmt {
+            self.rotate = (self.rotate + 1) % n;
+            (0..n)
+                .map(|k| (self.rotate + k) % n)
+                .filter(|&d| self.dests[d].active)
+                .collect()
+        } else {
+            vec![self.data_destination()]
+        };
+        for d in targets {
+            while self.dests[d].has_room() && burst_ok(bursts[d]) && self.send_new_packet(d, now, out) {
+                bursts[d] += 1;
+            }
+        }
+        self.schedule_heartbeats(now);
+    }
+
+    /// Where marked chunk `tsn` goes (its choice, unless that destination
+    /// has since failed).
+    fn target_of(&mut self, tsn: u32) -> usize {
+        let c = *self.chunk(tsn);
+        let d = c.rtx_dest as usize;
+        if self.dests[d].active {
+            return d;
+        }
+        let alt = self.retransmission_destination(d, true);
+        let i = (tsn - self.front_tsn) as usize;
+        self.chunks[i].rtx_dest = alt as u8;
+        alt
+    }
+
+    /// Mark chunk `tsn` for retransmission (no longer in flight).
+    fn mark(&mut self, tsn: u32, timeout: bool) {
+        let i = (tsn - self.front_tsn) as usize;
+        let c = self.chunks[i];
+        debug_assert_eq!(c.state, State::InFlight);
+        let d = c.dest as usize;
+        let dest = &mut self.dests[d];
+        dest.flight -= c.len as u64;
+        dest.flight_chunks -= 1;
+        dest.lost_chunks += 1;
+        let to = self.retransmission_destination(d, timeout);
+        let c = &mut self.chunks[i];
+        c.state = State::Marked;
+        c.rtx_dest = to as u8;
+        self.marked.insert(tsn);
+    }
+
+    // ---- heartbeats --------------------------------------------------------
+
+    /// Idle destinations (nothing in flight to them) get a heartbeat every
+    /// HB.interval + RTO, jittered by ±50 % of the RTO (RFC 9260 §8.3).
+    fn schedule_heartbeats(&mut self, now: Time) {
+        for d in 0..self.dests.len() {
+            let idle = self.dests[d].flight == 0;
+            if !idle {
+                self.dests[d].next_heartbeat = None;
+            } else if self.dests[d].next_heartbeat.is_none() {
+                let jitter = 0.5 + self.rng.uniform();
+                let dest = &mut self.dests[d];
+                let wait = self.cfg.hb_interval + (dest.rtt.rto() as f64 * jitter) as Time;
+                dest.next_heartbeat = Some(now + wait);
+            }
+        }
+    }
+
+    fn send_heartbeat(&mut self, d: usize, now: Time, out: &mut Outbox) {
+        if self.dests[d].heartbeat_out.is_some() {
+            // the last one went unanswered
+            self.dests[d].rtt.back_off();
+            self.count_error(d);
+        }
+        self.dests[d].heartbeat_out = Some(now);
+        self.dests[d].next_heartbeat = None;
+        let ext = Ext::Sctp(vec![SctpChunk::Heartbeat {
+            dest: d as u8,
+            sent_at: now,
+        }]);
+        out.push(Transmit {
+            path: d as u8,
+            body: Body::Sctp(SctpPacket::default()),
+            size: IP_HEADER + ext.wire_bytes(),
+            ect: false,
+            ext: Some(Box::new(ext)),
+        });
+    }
+
+    /// An error on destination `d` (§8.2): beyond Path.Max.Retrans it is
+    /// inactive; beyond Association.Max.Retrans the association aborts.
+    fn count_error(&mut self, d: usize) {
+        let dest = &mut self.dests[d];
+        dest.errors += 1;
+        if dest.errors > self.cfg.path_max_retrans {
+            dest.active = false;
+        }
+        self.assoc_errors += 1;
+        if self.assoc_errors > self.cfg.assoc_max_retrans {
+            self.aborted = true;
+        }
+    }
+
+    fn heard_from(&mut self, d: usize) {
+        let dest = &mut self.dests[d];
+        dest.errors = 0;
+        dest.active = true;
+        self.assoc_errors = 0;
+    }
+
+    // ---- T3-rtx ------------------------------------------------------------
+
+    /// §6.3.3: the window collapses to one MTU, the RTO doubles, everything
+    /// in flight to `d` is marked, and one packet of it goes at once (to an
+    /// alternate, if there is one).
+    fn on_t3_expiry(&mut self, d: usize, now: Time) {
+        let mtu = self.mtu;
+        let cwnd = self.dests[d].cwnd;
+        self.dests[d].ssthresh = (cwnd / 2).max(4 * mtu);
+        self.set_cwnd(d, now, mtu);
+        let dest = &mut self.dests[d];
+        dest.pba = 0;
+        dest.fast_recovery = None;
+        dest.rtt.back_off();
+        dest.timing = None;
+        dest.t3 = None;
+        dest.stats.timeouts += 1;
+        self.count_error(d);
+        let lost: Vec<u32> = (0..self.chunks.len())
+            .filter(|&i| self.chunks[i].state == State::InFlight && self.chunks[i].dest as usize == d)
+            .map(|i| self.front_tsn + i as u32)
+            .collect();
+        for tsn in lost {
+            self.mark(tsn, true);
+        }
+        self.force_retransmission = true;
+    }
+
+    // ---- SACKs -------------------------------------------------------------
+
+    fn on_sack(&mut self, now: Time, cum: u32, a_rwnd: u32, gaps: &[(u16, u16)], dac_packets: u8) {
+        if cum < self.front_tsn - 1 || cum >= self.next_tsn {
+            return; // older than one already processed, or acks unsent data
+        }
+        let cum_advanced = cum >= self.front_tsn;
+        let n = self.dests.len();
+        for d in &mut self.dests {
+            d.net_ack = 0;
+            d.saw_newack = false;
+            d.highest_newack = 0;
+            d.pseudo_cumack = None;
+            d.new_pseudo_cumack = false;
+            d.flight_before = d.flight;
+        }
+        // CUC: each destination's oldest outstanding TSN before this SACK
+        if self.cfg.cmt {
+            let mut found = 0;
+            for (i, c) in self.chunks.iter().enumerate() {
+                let dest = &mut self.dests[c.dest as usize];
+                if c.state != State::Acked && dest.pseudo_cumack.is_none() {
+                    dest.pseudo_cumack = Some(self.front_tsn + i as u32);
+                    found += 1;
+                    if found == n {
+                        break;
+                    }
+                }
+            }
+        }
+        // Pass 1: what this SACK newly acknowledges (cumulatively, or in a
+        // gap block), per destination.
+        let blocks: Vec<(u32, u32)> = gaps
+            .iter()
+            .map(|&(s, e)| (cum + s as u32, cum + e as u32))
+            .filter(|&(s, e)| s <= e && e < self.next_tsn)
+            .collect();
+        let highest_in_sack = blocks.last().map_or(cum, |b| b.1.max(cum));
+        let (mut htna, mut lowest_new) = (0u32, u32::MAX);
+        let mut dests_newly = 0u64;
+        let mut block = 0;
+        let end = (highest_in_sack + 1 - self.front_tsn) as usize;
+        for i in 0..end.min(self.chunks.len()) {
+            let tsn = self.front_tsn + i as u32;
+            while block < blocks.len() && blocks[block].1 < tsn {
+                block += 1;
+            }
+            let acked = tsn <= cum || (block < blocks.len() && blocks[block].0 <= tsn);
+            let c = self.chunks[i];
+            if !acked || c.state == State::Acked {
+                continue;
+            }
+            let d = c.dest as usize;
+            self.chunks[i].state = State::Acked;
+            htna = htna.max(tsn);
+            lowest_new = lowest_new.min(tsn);
+            if c.state == State::Marked {
+                // Arrived after all (before a timeout marked it): it leaves
+                // the retransmission queue, but it was not in flight, so it
+                // grows no window and says nothing about its path now.
+                self.marked.remove(&tsn);
+                continue;
+            }
+            self.dests[d].flight -= c.len as u64;
+            self.dests[d].flight_chunks -= 1;
+            let dest = &mut self.dests[d];
+            dest.net_ack += c.len as u64;
+            dest.saw_newack = true;
+            dest.highest_newack = dest.highest_newack.max(tsn);
+            if dest.pseudo_cumack == Some(tsn) {
+                dest.new_pseudo_cumack = true;
+            }
+            if let Some((t, sent)) = dest.timing {
+                if t == tsn {
+                    dest.rtt.on_sample(now - sent);
+                    dest.stats.rtt_samples += 1;
+                    dest.stats.rtt_sum_ns += now - sent;
+                    dest.timing = None;
+                }
+            }
+            dests_newly |= 1 << d;
+            // The path works (an ack of a chunk sent once: FreeBSD applies
+            // Karn's rule to clearing the error count).
+            if c.transmissions == 1 {
+                self.heard_from(d);
+            }
+        }
+        // The cumulative point moves: those chunks leave the buffer.
+        while self.front_tsn <= cum {
+            let c = self.chunks.pop_front().expect("cum is below next_tsn");
+            self.buffered -= c.len as u64;
+            self.front_tsn += 1;
+        }
+        // Fast recovery ends once its point is acknowledged (per destination
+        // under CMT: its own oldest outstanding TSN passes the point).
+        for d in 0..n {
+            if let Some(point) = self.dests[d].fast_recovery {
+                let over = if self.cfg.cmt {
+                    self.dests[d].new_pseudo_cumack && self.oldest_outstanding(d).is_none_or(|t| t > point)
+                } else {
+                    cum >= point
+                };
+                if over {
+                    self.dests[d].fast_recovery = None;
+                }
+            }
+        }
+        // Pass 2: miss indications for the chunks still missing below the
+        // highest TSN this SACK reports, and fast retransmit at the threshold.
+        let mixed = dests_newly.count_ones() > 1;
+        let in_recovery = self.dests.iter().any(|d| d.fast_recovery.is_some());
+        let mut entering = 0u64;
+        if highest_in_sack >= self.front_tsn && htna > 0 {
+            let end = (highest_in_sack - self.front_tsn) as usize;
+            for i in 0..end.min(self.chunks.len()) {
+                let tsn = self.front_tsn + i as u32;
+                let c = self.chunks[i];
+                if c.state != State::InFlight || c.fast_retransmitted {
+                    continue;
+                }
+                let d = c.dest as usize;
+                let strikes = if self.cfg.cmt && self.cfg.sfr {
+                    let dest = &self.dests[d];
+                    if !dest.saw_newack || tsn >= dest.highest_newack {
+                        0
+                    } else if self.cfg.dac && dac_packets >= 2 && !mixed && tsn < lowest_new {
+                        2
+                    } else {
+                        1
+                    }
+                } else if tsn < htna || (!self.cfg.cmt && in_recovery && cum_advanced) {
+                    1
+                } else {
+                    0
+                };
+                if strikes == 0 {
+                    continue;
+                }
+                self.chunks[i].misses += strikes;
+                if self.chunks[i].misses >= self.cfg.fast_rtx_threshold {
+                    self.chunks[i].fast_retransmitted = true;
+                    self.mark(tsn, false);
+                    entering |= 1 << d;
+                }
+            }
+        }
+        // Window growth (§7.2.1–7.2.2): on a SACK that moves the cumulative
+        // point, or under CUC one that acks the destination's oldest
+        // outstanding chunk; never in fast recovery.
+        let mtu = self.mtu;
+        for d in 0..n {
+            let dest = &self.dests[d];
+            let may_grow = if self.cfg.cmt && self.cfg.cuc {
+                dest.new_pseudo_cumack
+            } else {
+                cum_advanced
+            };
+            if dest.net_ack == 0 || !may_grow || dest.fast_recovery.is_some() || entering & (1 << d) != 0 {
+                continue;
+            }
+            let full = dest.flight_before >= dest.cwnd;
+            if dest.cwnd <= dest.ssthresh {
+                if full {
+                    let grow = dest.net_ack.min(self.cfg.abc_limit as u64 * mtu);
+                    let cwnd = dest.cwnd + grow;
+                    self.set_cwnd(d, now, cwnd);
+                }
+            } else {
+                let dest = &mut self.dests[d];
+                dest.pba += dest.net_ack;
+                if dest.pba >= dest.cwnd && full {
+                    dest.pba -= dest.cwnd;
+                    let cwnd = dest.cwnd + mtu;
+                    self.set_cwnd(d, now, cwnd);
+                }
+            }
+        }
+        // Fast retransmit (§7.2.4): halve each destination with newly marked
+        // data that is not already recovering, and send one packet of marked
+        // chunks whatever the windows say.
+        for d in 0..n {
+            if entering & (1 << d) == 0 {
+                continue;
+            }
+            self.dests[d].stats.fast_retransmits += 1;
+            if self.dests[d].fast_recovery.is_none() {
+                let cwnd = self.dests[d].cwnd;
+                let ssthresh = (cwnd / 2).max(self.cfg.fr_min_mtus as u64 * mtu);
+                self.dests[d].ssthresh = ssthresh;
+                self.set_cwnd(d, now, ssthresh);
+                let point = if self.cfg.cmt {
+                    self.dests[d].highest_sent
+                } else {
+                    self.next_tsn - 1
+                };
+                let dest = &mut self.dests[d];
+                dest.pba = 0;
+                dest.fast_recovery = Some(point);
+            }
+        }
+        if entering != 0 {
+            self.force_retransmission = true;
+        }
+        // Timers (§6.3.2 R2, R3) and partial_bytes_acked of idle destinations.
+        for dest in &mut self.dests {
+            if dest.flight == 0 {
+                dest.t3 = None;
+                dest.pba = 0;
+            } else if dest.saw_newack && (dest.new_pseudo_cumack || cum_advanced) {
+                dest.t3 = Some(now + dest.rtt.rto());
+            }
+        }
+        let (flight, flight_chunks) = self.total_flight();
+        let outstanding = flight + flight_chunks * self.cfg.sender_chunk_overhead as u64;
+        self.peer_rwnd = (a_rwnd as u64).saturating_sub(outstanding);
+    }
+
+    /// The oldest TSN not yet acknowledged that was last sent to `d`.
+    fn oldest_outstanding(&self, d: usize) -> Option<u32> {
+        self.chunks
+            .iter()
+            .position(|c| c.state != State::Acked && c.dest as usize == d)
+            .map(|i| self.front_tsn + i as u32)
+    }
+
+    fn check_complete(&mut self, now: Time) {
+        if self.closed
+            && self.completed_at.is_none()
+            && self.done_writing()
+            && self.unchunked == 0
+            && self.chunks.is_empty()
+        {
+            self.completed_at = Some(now);
+        }
+    }
+}
+
+impl StreamSender for SctpSender {
+    fn kind(&self) -> &'static str {
+        "sctp"
+    }
+
+    fn write_all(&mut self, now: Time, bytes: Option<u64>, out: &mut Outbox) {
+        if !self.started {
+            self.started = true;
+            for d in &mut self.dests {
+                d.cwnd_clock = now;
+            }
+        }
+        self.to_write = match (self.to_write, bytes) {
+            (Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
+        self.fill();
+        self.transmit(now, out);
+    }
+
+    fn close(&mut self, now: Time, _out: &mut Outbox) {
+        self.closed = true;
+        self.check_complete(now);
+    }
+
+    fn stop(&mut self) {
+        self.to_write = Some(0);
+    }
+
+    fn on_packet(&mut self, now: Time, rx: Received<'_>, out: &mut Outbox) {
+        let Some(ext) = rx.ext else { return };
+        let Ext::Sctp(chunks) = *ext else { return };
+        let path = (rx.packet.path as usize).min(self.dests.len() - 1);
+        for chunk in chunks {
+            match chunk {
+                SctpChunk::Sack {
+                    cum_tsn,
+                    a_rwnd,
+                    gaps,
+                    dac_packets,
+                    ..
+                } => {
+                    self.dests[path].stats.acks_received += 1;
+                    if !self.aborted {
+                        self.on_sack(now, cum_tsn, a_rwnd, &gaps, dac_packets);
+                    }
+                }
+                SctpChunk::HeartbeatAck { dest, sent_at } => {
+                    let d = dest as usize;
+                    if d < self.dests.len() && self.dests[d].heartbeat_out == Some(sent_at) {
+                        self.dests[d].heartbeat_out = None;
+                        self.dests[d].rtt.on_sample(now - sent_at);
+                        self.heard_from(d);
+                    }
+                }
+                SctpChunk::Data { .. } | SctpChunk::Heartbeat { .. } => {}
+            }
+        }
+        self.fill();
+        self.transmit(now, out);
+        self.check_complete(now);
+    }
+
+    fn on_timer(&mut self, now: Time, out: &mut Outbox) {
+        if self.aborted {
+            return;
+        }
+        for d in 0..self.dests.len() {
+            if self.dests[d].t3.is_some_and(|t| t <= now) {
+                self.on_t3_expiry(d, now);
+            }
+        }
+        for d in 0..self.dests.len() {
+            if self.dests[d].next_heartbeat.is_some_and(|t| t <= now) {
+                self.send_heartbeat(d, now, out);
+            }
+        }
+        self.transmit(now, out);
+    }
+
+    fn poll_at(&self) -> Option<Time> {
+        if self.aborted {
+            return None;
+        }
+        self.dests.iter().flat_map(|d| [d.t3, d.next_heartbeat]).flatten().min()
+    }
+
+    fn path_count(&self) -> usize {
+        self.dests.len()
+    }
+
+    fn snapshot(&mut self, now: Time, scope: Scope) -> Snapshot {
+        for d in 0..self.dests.len() {
+            let cwnd = self.dests[d].cwnd;
+            self.set_cwnd(d, now, cwnd);
+        }
+        let state = |d: &Dest| SenderState {
+            cwnd: d.cwnd,
+            ssthresh: Some(d.ssthresh),
+            srtt: d.rtt.srtt(),
+            rto: d.rtt.rto(),
+            min_rtt: d.rtt.min_rtt,
+            pacing_rate_bps: None,
+        };
+        match scope {
+            Scope::Path(i) => Snapshot {
+                counters: self.dests[i].stats,
+                sender: Some(state(&self.dests[i])),
+            },
+            Scope::All => {
+                let counters = self
+                    .dests
+                    .iter()
+                    .fold(TransportCounters::default(), |c, d| c.plus(&d.stats));
+                let main = &self.dests[self.data_destination()];
+                let cwnd = self.dests.iter().filter(|d| d.active).map(|d| d.cwnd).sum();
+                Snapshot {
+                    counters,
+                    sender: Some(SenderState {
+                        cwnd,
+                        ssthresh: None,
+                        ..state(main)
+                    }),
+                }
+            }
+        }
+    }
+
+    fn report(&self) -> Report {
+        Report {
+            congestion_control: Some(if self.cfg.cmt { "sctp-cmt" } else { "sctp" }),
+            completed_at: self.completed_at,
+            congestion_log: Vec::new(),
+        }
+    }
+}
