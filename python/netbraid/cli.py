@@ -361,8 +361,8 @@ def _interval(c: dict[str, float]) -> str:
 
 @app.command()
 def paper(
-    number: str = typer.Argument(..., help="Which paper: 001, 002 or 003."),
-    reps: Optional[int] = typer.Option(None, help="Replications per configuration (default: 003 20, as the paper; 001 and 002 5)."),
+    number: str = typer.Argument(..., help="Which paper: 000, 001, 002 or 003."),
+    reps: Optional[int] = typer.Option(None, help="Replications per configuration (default: 003 20, as the paper; 000, 001 and 002 5)."),
     quick: bool = typer.Option(False, help="A check that runs in a minute or two: fewer replications and shorter runs (001: fewer points)."),
     backend: str = typer.Option("sim", help="sim, emu or both (001; 003 is a simulation study: sim)."),
     out: Optional[Path] = typer.Option(None, help="Results directory (default results/paper-NNN)."),
@@ -388,7 +388,15 @@ def paper(
     out = out or Path("results") / f"paper-{number}{'-quick' if quick else ''}"
     if background is not None and number != "002":
         fail(ScenarioError(f"--background: applies to paper 002 (the WAN's cross traffic), not to {number}"))
-    if number == "002":
+    if number == "000":
+        for given, option in ((tcp, "--tcp"), (explain, "--explain")):
+            if given:
+                fail(ScenarioError(f"{option}: applies to paper {'003' if option == '--tcp' else '001'}, not to 000"))
+        if backend != "sim":
+            fail(ScenarioError(f"--backend {backend}: paper 000 runs on sim for now (SCTP on emu needs the usrsctp "
+                               "programs, not built yet; allowed: sim)"))
+        _paper_000(module, reps=reps, quick=quick, out=out, seed=seed, workers=workers, quiet=quiet)
+    elif number == "002":
         for given, option in ((tcp, "--tcp"), (explain, "--explain")):
             if given:
                 fail(ScenarioError(f"{option}: applies to paper {'003' if option == '--tcp' else '001'}, not to 002"))
@@ -456,6 +464,29 @@ def _paper_001(module, *, reps, quick, backend, out, seed, workers, quiet) -> No
     (out / "results.json").write_text(json.dumps({"results": results, "time_series": series}, default=str))
     module.plots(results, series, out)
     out_console.print(f"tables.md, results.json and figures (delay, loss, fig4, fig7, fig8) in {out}/")
+
+
+def _paper_000(module, *, reps, quick, out, seed, workers, quiet) -> None:
+    results, wall = _timed(out, lambda: module.run(quick=quick, reps=reps, seed=seed, workers=workers, out=out,
+                                                   progress=not quiet))
+    out_console.print(f"[bold]paper 000[/]: {escape(module.TITLE)}")
+    head = (f"{results['reps']} replications × {results['duration_s']:g} s per point (goodput from 5 s on) · "
+            f"mean ± half-width of the 95 % interval · {wall:.1f} s wall")
+    out_console.print(head)
+    md = ["# paper 000: netbraid", "", head + ".", ""]
+    md += _print_tables(module.tables(results))
+    t = Table(title="The paper's statements and what netbraid (sim) shows")
+    for col in ("where", "paper", "netbraid (sim)"):
+        t.add_column(col)
+    md += ["## The paper's statements", "", "| where | paper | netbraid (sim) |", "|---|---|---|"]
+    for where, text, shown in module.findings(results):
+        t.add_row(where, text, shown)
+        md.append(f"| {where} | {text} | {shown} |")
+    out_console.print(t)
+    (out / "tables.md").write_text("\n".join(md) + "\n")
+    (out / "results.json").write_text(json.dumps(results, default=str))
+    module.plots(results, out)
+    out_console.print(f"tables.md, results.json and figures (table1, failover) in {out}/")
 
 
 def _paper_002(module, *, reps, quick, out, seed, workers, quiet, background_bps) -> None:

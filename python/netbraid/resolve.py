@@ -92,7 +92,7 @@ PROFILES: dict[str, TcpOptions] = {
 SCTP_PROFILES: dict[str, dict[str, Any]] = {
     "rfc9260": {},
     "rfc4960": {"rto_initial": 3 * SECOND},
-    "freebsd": {"rto_initial": 3 * SECOND, "initial_cwnd": 3 * (1500 - 12), "max_burst": 0, "fr_min_mtus": 2,
+    "freebsd": {"rto_initial": 3 * SECOND, "initial_cwnd": 3 * (1500 - 12), "fr_min_mtus": 2,
                 "sender_chunk_overhead": 256, "receiver_chunk_overhead": 256, "rtx_policy": "cwnd", "dac": False},
 }
 CBR_DEFAULT_PACKET = 1000
@@ -128,9 +128,13 @@ def _direction(link: Link, over: Direction | None) -> dict[str, Any]:
     queue = over.queue if over and over.queue is not None else link.queue
     loss = over.loss if over and over.loss is not None else link.loss
     red = over.red if over and over.red is not None else link.red
+    framing = over.framing if over and over.framing is not None else link.framing
+    down = over.down if over and over.down is not None else link.down
     kind, limit = queue
     return {
+        "down": [(o.start, o.stop) for o in down],
         "rate_bps": rate,
+        "framing_bytes": framing,
         "delay_ns": delay,
         "queue": {"packets": limit if kind == "packets" else None, "bytes": limit if kind == "bytes" else None,
                   "red": red.model_dump() if red is not None else None},
@@ -294,6 +298,8 @@ def sctp_config(defaults: SctpOptions, f: Flow, paths: int, where: str) -> dict[
     cfg.update(cmt=cmt, primary=primary)
     if f.rtx_policy is not None:
         cfg["rtx_policy"] = f.rtx_policy
+    if f.message_size is not None:
+        cfg["message_bytes"] = f.message_size
     return cfg
 
 
@@ -353,6 +359,11 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
             problems.extend(e.problems)
             continue
         ab, ba = _direction(link, link.ab), _direction(link, link.ba)
+        if backend == "emu" and (ab["framing_bytes"] or ba["framing_bytes"]):
+            problems.append(f"links[{i}].framing: counted on sim only (linkemu shapes IP packets; give the IP-level "
+                            "rate instead); remove it or use --backend sim")
+        if backend == "emu" and (ab["down"] or ba["down"]):
+            problems.append(f"links[{i}].down: outages run on sim only for now; remove them or use --backend sim")
         for a, b in pairs:
             if a == b:
                 problems.append(f"links[{i}]: links '{nodes[a]['name']}' to itself")

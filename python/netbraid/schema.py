@@ -209,10 +209,43 @@ class RedOptions(Strict):
         return self
 
 
+def _parse_framing(v: Any) -> Any:
+    if v == "ethernet":
+        return ETHERNET_FRAMING
+    if v == "none":
+        return 0
+    if isinstance(v, str):
+        return units.parse_size(v)
+    return v
+
+
+#: Ethernet's bytes around an IP packet on the wire: preamble and start
+#: delimiter 8, header 14, FCS 4, inter-frame gap 12.
+ETHERNET_FRAMING = 38
+#: Link-layer bytes per packet: a size, "ethernet" (38) or "none".
+Framing = Annotated[int, BeforeValidator(_parse_framing), Field(ge=0, le=1000, strict=True)]
+
+
+class Outage(Strict):
+    """The link (direction) is down from `start` until `stop`: every packet
+    that would cross it then is lost (sim only)."""
+
+    start: Time
+    stop: Time
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Outage":
+        if self.stop <= self.start:
+            raise ValueError(f"stop ({self.stop / 1e9:g} s) must be after start ({self.start / 1e9:g} s)")
+        return self
+
+
 class Direction(Strict):
     """Overrides for one direction of a link."""
 
     rate: Optional[Rate] = None
+    framing: Optional[Framing] = None
+    down: Optional[list[Outage]] = None
     delay: Optional[Time] = None
     queue: Optional[QueueLimit] = None
     loss: Optional[Loss] = None
@@ -227,6 +260,12 @@ class Link(Strict):
     a: Name
     b: Name
     rate: Rate
+    #: Bytes the link layer adds to every packet ("ethernet": 38, with
+    #: preamble, header, FCS and inter-frame gap), so `rate` is the line
+    #: rate: they take transmission time (sim only; default none).
+    framing: Framing = 0
+    #: Outages, e.g. [{start = "20s", stop = "40s"}]: a cut cable (sim only).
+    down: list[Outage] = []
     delay: Time = 0
     queue: QueueLimit = ("packets", 100)
     loss: Loss = NoLoss(model="none")
@@ -344,7 +383,7 @@ class SctpOptions(Strict):
 
     `profile`: "rfc9260" (the default: RTO.Initial 1 s), "rfc4960" (its
     constants: RTO.Initial 3 s) or "freebsd" (FreeBSD 9's SCTP, which seed
-    000 ran: RTO.Initial 3 s, initial cwnd 3·(MTU − 12), no Max.Burst,
+    000 ran: RTO.Initial 3 s, initial cwnd 3·(MTU − 12), Max.Burst 4,
     ssthresh after a fast retransmit at least 2 MTUs, 256 B charged per chunk
     against the peer's window and per chunk held by the receiver, RTX-CWND,
     DAC off). `sfr`, `cuc`, `dac`: CMT's Split Fast Retransmit, Cwnd Update
@@ -376,7 +415,7 @@ class SctpOptions(Strict):
 
 SCTP_OPTION_FIELDS = tuple(f for f in SctpOptions.model_fields if f != "profile")
 #: SCTP's own settings on a flow
-SCTP_FIELDS = ("cmt", "primary", "rtx_policy", "sctp")
+SCTP_FIELDS = ("cmt", "primary", "rtx_policy", "message_size", "sctp")
 #: TCP settings an SCTP flow takes too: its socket buffers
 SCTP_TCP_FIELDS = ("rcvbuf", "sndbuf", "window")
 RTX_POLICIES = ("same", "asap", "cwnd", "ssthresh", "lossrate")
@@ -458,6 +497,9 @@ class Flow(TcpOptions):
     `rtx_policy` (CMT): where retransmissions go: "same", "asap", "cwnd"
     (FreeBSD's, the default), "ssthresh" or "lossrate". `rcvbuf` / `sndbuf`
     (or `window` for both): the socket buffers (default 256 KiB, FreeBSD's);
+    `message_size`: the sending program writes messages of that size (each
+    cut into chunks of at most MTU − 48 bytes, small ones bundled; default:
+    messages far larger than the MTU, every chunk full);
     `sctp`: the protocol's other settings (see [sctp]).
     `via` (kind = "tcp"): the nodes of the proxies the flow is relayed
     through, in path order (each declared in [[proxies]] and on the route):
@@ -492,6 +534,7 @@ class Flow(TcpOptions):
     cmt: Optional[Flag] = None
     primary: Optional[Index] = None
     rtx_policy: Optional[Literal[RTX_POLICIES]] = None
+    message_size: Optional[Annotated[Size, Field(ge=1, le=2**31)]] = None
     sctp: Optional[SctpOptions] = None
     rate: Optional[Rate] = None
     packet_size: Optional[Annotated[Size, Field(ge=1, le=65507)]] = None  # IPv4 UDP payload limit

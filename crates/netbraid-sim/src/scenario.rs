@@ -51,6 +51,12 @@ pub struct LinkSpec {
 #[serde(deny_unknown_fields)]
 pub struct DirectionSpec {
     pub rate_bps: u64,
+    /// Link-layer bytes per packet (0: none counted).
+    #[serde(default)]
+    pub framing_bytes: u32,
+    /// Outages [from, until) in ns.
+    #[serde(default)]
+    pub down: Vec<(u64, u64)>,
     pub delay_ns: u64,
     pub queue: QueueSpec,
     pub loss: LossSpec,

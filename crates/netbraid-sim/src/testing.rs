@@ -312,6 +312,8 @@ pub fn two_links(
 ) -> Scenario {
     let dir = |rate_bps, delay_ns, loss: LossSpec| DirectionSpec {
         rate_bps,
+        framing_bytes: 0,
+        down: vec![],
         delay_ns,
         queue: QueueSpec {
             packets: Some(100),

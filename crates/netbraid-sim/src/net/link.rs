@@ -36,7 +36,14 @@ pub struct Channel {
     /// Interface at the receiving end.
     pub to_iface: IfaceId,
     pub rate_bps: u64,
+    /// Bytes the link layer adds to every packet on the wire (Ethernet: 38
+    /// with preamble, header, FCS and the inter-frame gap); they take
+    /// transmission time, not queue room.
+    pub framing_bytes: u32,
     pub delay: Time,
+    /// Outages [from, until): a packet that finishes serialisation in one
+    /// is lost (a cut cable, a failed path), counted as a loss drop.
+    pub down: Vec<(Time, Time)>,
     pub queue: DropTailQueue,
     /// Active queue management in front of the FIFO (its limit still holds).
     pub red: Option<Red>,
@@ -73,7 +80,7 @@ pub struct Completed {
 
 impl Channel {
     pub fn serialisation_time(&self, size: u32) -> Time {
-        serialisation_time(size, self.rate_bps)
+        serialisation_time(size + self.framing_bytes, self.rate_bps)
     }
 
     /// The packet on the transmitter finished serialising: count it, apply
@@ -85,7 +92,8 @@ impl Channel {
         let size = size_of(packet);
         self.counters.tx_packets += 1;
         self.counters.tx_bytes += size as u64;
-        let lost = self.loss.lose_next();
+        let down = !self.down.is_empty() && self.down.iter().any(|&(a, b)| a <= now && now < b);
+        let lost = self.loss.lose_next() || down;
         if lost {
             self.counters.loss_drops += 1;
         }

@@ -70,6 +70,21 @@ pub fn check_rate(field: &str, rate_bps: u64) -> Result<(), SimError> {
 fn check_direction(field: &str, d: &DirectionSpec) -> Result<QueueLimit, SimError> {
     check_rate(&format!("{field}.rate"), d.rate_bps)?;
     check_time(&format!("{field}.delay"), d.delay_ns)?;
+    for (k, &(from, until)) in d.down.iter().enumerate() {
+        check_time(&format!("{field}.down[{k}]"), until)?;
+        if from >= until {
+            return Err(SimError::invalid(
+                format!("{field}.down[{k}]"),
+                "an outage must end after it starts",
+            ));
+        }
+    }
+    if d.framing_bytes > 1000 {
+        return Err(SimError::invalid(
+            format!("{field}.framing"),
+            format!("{} B per packet is not allowed (0 to 1000; Ethernet: 38)", d.framing_bytes),
+        ));
+    }
     match &d.loss {
         LossSpec::Bernoulli { p } => check_probability(&format!("{field}.loss.p"), *p)?,
         LossSpec::GilbertElliott {
@@ -219,6 +234,8 @@ fn build_network(scn: &Scenario) -> Result<Network, SimError> {
                 // channel 2l (a→b) arrives on b's interface 2l+1, and vice versa
                 to_iface: id.to_iface(),
                 rate_bps: spec.rate_bps,
+                framing_bytes: spec.framing_bytes,
+                down: spec.down.clone(),
                 delay: spec.delay_ns,
                 queue: DropTailQueue::new(limit),
                 red: spec.queue.red.map(|p| {

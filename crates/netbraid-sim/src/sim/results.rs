@@ -353,7 +353,8 @@ impl Simulation {
                     queue_drops: k.queue_drops,
                     loss_drops: k.loss_drops,
                     ecn_marks: k.ecn_marks,
-                    utilisation: k.tx_bytes as f64 * 8.0 / (c.rate_bps as f64 * window),
+                    utilisation: (k.tx_bytes + k.tx_packets * c.framing_bytes as u64) as f64 * 8.0
+                        / (c.rate_bps as f64 * window),
                 }
             })
             .collect();

@@ -17,6 +17,8 @@ use crate::transport::tcp::TcpConfig;
 fn direction(rate_bps: u64, delay_ns: u64) -> DirectionSpec {
     DirectionSpec {
         rate_bps,
+        framing_bytes: 0,
+        down: vec![],
         delay_ns,
         queue: QueueSpec {
             packets: Some(100),

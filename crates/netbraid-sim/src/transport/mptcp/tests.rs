@@ -312,6 +312,8 @@ fn coupled_subflows_on_one_bottleneck_take_what_one_tcp_takes() {
     // (minRTT: the out-of-tree kernel's scheduler, which LIA ran with.)
     let dir = |rate_bps, delay_ns| DirectionSpec {
         rate_bps,
+        framing_bytes: 0,
+        down: vec![],
         delay_ns,
         queue: QueueSpec {
             packets: Some(50),

@@ -25,8 +25,8 @@
 //!
 //! Simplified (stated so results are read correctly): no handshake (data
 //! starts at the flow's start, on an established association), one
-//! stream, the application's bytes cut into chunks of the largest size
-//! (as a sender writing messages far larger than the MTU), TSNs from 1
+//! stream, the application's messages (of `message_bytes`, or far larger
+//! than the MTU) cut into chunks of the largest size, TSNs from 1
 //! without wrap-around, the receiver reads in order as data arrives (no
 //! unordered delivery), no reneging, no PR-SCTP, no CMT-PF.
 
@@ -73,6 +73,11 @@ pub struct SctpConfig {
     /// Path MTU (IP packet bytes): a DATA chunk carries at most
     /// mtu − 20 − 12 − 16 bytes of user data.
     pub mtu: u32,
+    /// The sending application writes messages of this many bytes, each cut
+    /// into chunks of at most `max_data` (the last one short) and bundled
+    /// with others while they fit in the MTU; None: messages far larger than
+    /// the MTU (every chunk full).
+    pub message_bytes: Option<u32>,
     /// Receive buffer (bytes): the largest a_rwnd.
     pub rcvbuf: u64,
     /// Send buffer (bytes): data written and not yet cumulatively acked.
@@ -129,6 +134,7 @@ impl Default for SctpConfig {
     fn default() -> Self {
         Self {
             mtu: 1500,
+            message_bytes: None,
             rcvbuf: 256 * 1024,
             sndbuf: 256 * 1024,
             rto_initial: SECOND,
@@ -212,6 +218,9 @@ impl SctpConfig {
         }
         if self.hb_interval == 0 {
             return bad("hb_interval", "must be positive".into());
+        }
+        if self.message_bytes == Some(0) {
+            return bad("message_size", "must be at least 1 byte".into());
         }
         if self.initial_cwnd == Some(0) {
             return bad("initial_cwnd", "must be at least 1 byte".into());

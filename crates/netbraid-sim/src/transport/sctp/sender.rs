@@ -108,6 +108,9 @@ pub struct SctpSender {
     /// not yet cut into chunks), and of them not yet in chunks.
     buffered: u64,
     unchunked: u64,
+    /// Bytes of the current message not yet in chunks (messages of
+    /// `message_bytes`; 0: the next chunk starts a message).
+    message_left: u64,
     /// What the application still wants to write (None: endlessly).
     to_write: Option<u64>,
     closed: bool,
@@ -168,6 +171,7 @@ impl SctpSender {
             force_retransmission: false,
             buffered: 0,
             unchunked: 0,
+            message_left: 0,
             to_write: Some(0),
             closed: false,
             assoc_errors: 0,
@@ -382,14 +386,19 @@ impl SctpSender {
             if self.unchunked < self.max_data as u64 {
                 self.fill();
             }
-            let len = self.unchunked.min(self.max_data as u64) as u32;
+            if self.message_left == 0 {
+                self.message_left = self.cfg.message_bytes.map_or(u64::MAX, |m| m as u64);
+            }
+            let natural = self.message_left.min(self.max_data as u64);
+            let len = self.unchunked.min(natural) as u32;
             if len == 0 {
                 break;
             }
-            // Nagle (on by default in SCTP stacks): a short chunk waits while
-            // data is in flight and more is coming.
+            // Nagle (on by default in SCTP stacks): a chunk cut short because
+            // the application has not written the rest yet waits while data
+            // is in flight and more is coming.
             let in_flight = self.total_flight().0 > 0;
-            if len < self.max_data && !self.done_writing() && (in_flight || !chunks.is_empty()) {
+            if (len as u64) < natural && !self.done_writing() && (in_flight || !chunks.is_empty()) {
                 break;
             }
             let bytes = (SCTP_DATA_HEADER + len).div_ceil(4) * 4;
@@ -403,6 +412,7 @@ impl SctpSender {
             let tsn = self.next_tsn;
             self.next_tsn += 1;
             self.unchunked -= len as u64;
+            self.message_left -= len as u64;
             self.chunks.push_back(Chunk {
                 len,
                 dest: d as u8,
