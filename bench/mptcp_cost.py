@@ -16,11 +16,9 @@ written as JSON.
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
-import time
 
 import netbraid as nb
+from hop_cost import compare, write
 
 
 def scenario(case: str, rate: str, duration: str) -> nb.Scenario:
@@ -43,23 +41,11 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--out")
     a = ap.parse_args()
-    runs: dict[str, list[dict]] = {"tcp": [], "mptcp": []}
-    for rep in range(a.reps):
-        for case in ("tcp", "mptcp"):
-            r = nb.simulate(scenario(case, a.rate, a.duration))
-            goodput = sum(f["goodput_bps"] for f in r["flows"])
-            runs[case].append({"wall_s": r["wall_s"], "packet_hops": r["packet_hops"], "events": r["events"],
-                               "goodput_bps": goodput, "ns_per_hop": r["wall_s"] * 1e9 / r["packet_hops"]})
-            print(f"rep {rep} {case:>5}: {r['wall_s']:.3f} s, {r['packet_hops']:,} packet-hops, "
-                  f"{r['wall_s'] * 1e9 / r['packet_hops']:.1f} ns/hop, goodput {goodput / 1e6:.0f} Mb/s", flush=True)
-    med = {c: {k: statistics.median(x[k] for x in v) for k in v[0]} for c, v in runs.items()}
+    med = compare({c: (lambda c=c: scenario(c, a.rate, a.duration)) for c in ("tcp", "mptcp")}, a.reps)
     ratio = med["mptcp"]["ns_per_hop"] / med["tcp"]["ns_per_hop"]
     print(f"median ns per packet-hop: tcp {med['tcp']['ns_per_hop']:.1f}, mptcp {med['mptcp']['ns_per_hop']:.1f}; "
           f"mptcp / tcp = {ratio:.2f}")
-    if a.out:
-        with open(a.out, "w") as f:
-            json.dump({"date": time.strftime("%Y-%m-%d"), "rate": a.rate, "duration": a.duration, "runs": runs,
-                       "median": med, "mptcp_over_tcp_per_hop": ratio}, f, indent=1)
+    write(a.out, rate=a.rate, duration=a.duration, median=med, mptcp_over_tcp_per_hop=ratio)
 
 
 if __name__ == "__main__":

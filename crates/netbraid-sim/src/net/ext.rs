@@ -16,7 +16,7 @@ pub enum Ext {
     /// An MPTCP handshake option on a subflow's TCP segment.
     MptcpHandshake(MptcpHandshake),
     /// The chunks of an SCTP packet, in order, after the common header.
-    Sctp(Vec<SctpChunk>),
+    Sctp(SctpChunks),
 }
 
 impl Ext {
@@ -66,6 +66,10 @@ pub const SCTP_DATA_HEADER: u32 = 16;
 /// (RFC 9260 §8.3: sender-specific; here the time sent and the destination,
 /// padded as FreeBSD's, 40 bytes).
 pub const SCTP_HEARTBEAT_INFO: u32 = 40;
+
+/// An SCTP packet's chunks: nearly always one (a full DATA chunk, or a
+/// SACK), held inline so that a packet costs one allocation, not two.
+pub type SctpChunks = smallvec::SmallVec<[SctpChunk; 1]>;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum SctpChunk {
@@ -170,7 +174,7 @@ mod tests {
                 duplicates: vec![],
                 dac_packets: 1,
             };
-            assert_eq!(20 + Ext::Sctp(vec![sack]).wire_bytes(), 20 + 12 + 16 + 4 * k as u32);
+            assert_eq!(20 + Ext::Sctp(smallvec::smallvec![sack]).wire_bytes(), 20 + 12 + 16 + 4 * k as u32);
         }
         let dups = SctpChunk::Sack {
             cum_tsn: 1,
@@ -187,7 +191,7 @@ mod tests {
     #[test]
     fn sctp_data_payload_at_mtu_1500() {
         let data = SctpChunk::Data { tsn: 0, len: 1452 };
-        assert_eq!(20 + Ext::Sctp(vec![data]).wire_bytes(), 1500);
+        assert_eq!(20 + Ext::Sctp(smallvec::smallvec![data]).wire_bytes(), 1500);
         // A chunk is padded to 4 bytes.
         assert_eq!(SctpChunk::Data { tsn: 0, len: 1 }.wire_bytes(), 20);
     }
@@ -204,11 +208,11 @@ mod tests {
     #[test]
     fn table_reuses_slots() {
         let mut t = ExtTable::default();
-        let a = t.insert(Box::new(Ext::Sctp(vec![])));
+        let a = t.insert(Box::new(Ext::Sctp(smallvec::smallvec![])));
         let b = t.insert(Box::new(Ext::MptcpHandshake(MptcpHandshake::Join { packet: 1 })));
         assert_ne!(a, b);
-        assert_eq!(*t.take(a), Ext::Sctp(vec![]));
-        let c = t.insert(Box::new(Ext::Sctp(vec![])));
+        assert_eq!(*t.take(a), Ext::Sctp(smallvec::smallvec![]));
+        let c = t.insert(Box::new(Ext::Sctp(smallvec::smallvec![])));
         assert_eq!(a, c);
         assert_eq!(t.len(), 2);
     }

@@ -149,12 +149,22 @@ pub struct UdpDatagram {
     pub len: u32,
 }
 
-/// An SCTP packet: its chunks travel in the packet's extension; the body
-/// keeps what the network and the captures read without it.
+/// An SCTP packet. The common packet — one DATA chunk, or a SACK without
+/// gap blocks or duplicates — carries its chunk here, in the body; any
+/// other travels in the packet's extension (`Ext::Sctp`), which costs an
+/// allocation per packet.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SctpPacket {
     /// User data bytes in its DATA chunks.
     pub user_bytes: u32,
+    pub inline: Option<SctpInline>,
+}
+
+/// The one chunk of a common SCTP packet (see `SctpPacket`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SctpInline {
+    Data { tsn: u32, len: u32 },
+    Sack { cum_tsn: u32, a_rwnd: u32, dac_packets: u8 },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -324,7 +334,7 @@ mod tests {
         assert_eq!(pool.insert(p), a);
         assert_eq!(pool.live(), 2);
         // An extension is taken by the receiver, or freed with its packet.
-        let ext = || Box::new(Ext::Sctp(vec![]));
+        let ext = || Box::new(Ext::Sctp(smallvec::smallvec![]));
         let with_ext = Packet {
             ext: Some(pool.insert_ext(ext())),
             ..p

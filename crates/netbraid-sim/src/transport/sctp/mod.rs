@@ -36,10 +36,12 @@ mod sender;
 pub use receiver::SctpReceiver;
 pub use sender::SctpSender;
 
+use crate::endpoint::{Outbox, Received, Transmit};
 use crate::engine::time::{MILLISECOND, SECOND};
 use crate::engine::Time;
 use crate::error::SimError;
-use crate::net::ext::{SCTP_COMMON_HEADER, SCTP_DATA_HEADER};
+use crate::net::ext::{Ext, SctpChunk, SctpChunks, SCTP_COMMON_HEADER, SCTP_DATA_HEADER};
+use crate::net::packet::{Body, SctpInline, SctpPacket};
 use serde::{Deserialize, Serialize};
 
 /// IPv4 header bytes in front of every SCTP packet.
@@ -250,3 +252,82 @@ impl SctpConfig {
 
 #[cfg(test)]
 mod tests;
+
+/// Send a packet of `chunks` on `path`: the common one (one DATA chunk, or
+/// a SACK without blocks) in the packet body, any other with an extension.
+/// Returns its size on the wire.
+pub(crate) fn send_chunks(path: u8, chunks: SctpChunks, out: &mut Outbox) -> u32 {
+    let user_bytes = chunks
+        .iter()
+        .map(|c| match c {
+            SctpChunk::Data { len, .. } => *len,
+            _ => 0,
+        })
+        .sum();
+    let size = IP_HEADER + SCTP_COMMON_HEADER + chunks.iter().map(SctpChunk::wire_bytes).sum::<u32>();
+    let inline = match chunks.as_slice() {
+        [SctpChunk::Data { tsn, len }] => Some(SctpInline::Data { tsn: *tsn, len: *len }),
+        [SctpChunk::Sack {
+            cum_tsn,
+            a_rwnd,
+            gaps,
+            duplicates,
+            dac_packets,
+        }] if gaps.is_empty() && duplicates.is_empty() => Some(SctpInline::Sack {
+            cum_tsn: *cum_tsn,
+            a_rwnd: *a_rwnd,
+            dac_packets: *dac_packets,
+        }),
+        _ => None,
+    };
+    let ext = inline.is_none().then(|| Box::new(Ext::Sctp(chunks)));
+    out.push(Transmit {
+        path,
+        body: Body::Sctp(SctpPacket { user_bytes, inline }),
+        size,
+        ect: false,
+        ext,
+    });
+    size
+}
+
+/// The chunks of an arriving SCTP packet, wherever they travelled.
+pub(crate) enum Incoming {
+    Inline(SctpChunk),
+    Ext(Box<Ext>),
+}
+
+impl Incoming {
+    pub fn new(rx: Received<'_>) -> Option<Self> {
+        if let Some(ext) = rx.ext {
+            return matches!(*ext, Ext::Sctp(_)).then_some(Incoming::Ext(ext));
+        }
+        let Body::Sctp(SctpPacket { inline: Some(c), .. }) = rx.packet.body else {
+            return None;
+        };
+        Some(Incoming::Inline(match c {
+            SctpInline::Data { tsn, len } => SctpChunk::Data { tsn, len },
+            SctpInline::Sack {
+                cum_tsn,
+                a_rwnd,
+                dac_packets,
+            } => SctpChunk::Sack {
+                cum_tsn,
+                a_rwnd,
+                gaps: Vec::new(),
+                duplicates: Vec::new(),
+                dac_packets,
+            },
+        }))
+    }
+
+    pub fn chunks(&self) -> &[SctpChunk] {
+        match self {
+            Incoming::Inline(c) => std::slice::from_ref(c),
+            Incoming::Ext(ext) => match &**ext {
+                Ext::Sctp(chunks) => chunks,
+                _ => &[],
+            },
+        }
+    }
+}

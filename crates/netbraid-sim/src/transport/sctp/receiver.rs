@@ -4,11 +4,10 @@
 
 use std::collections::VecDeque;
 
-use super::{SctpConfig, IP_HEADER};
-use crate::endpoint::{Outbox, Received, Scope, Snapshot, Transmit};
+use super::{send_chunks, Incoming, SctpConfig, IP_HEADER};
+use crate::endpoint::{Outbox, Received, Scope, Snapshot};
 use crate::engine::Time;
-use crate::net::ext::{Ext, SctpChunk, SCTP_COMMON_HEADER};
-use crate::net::packet::{Body, SctpPacket};
+use crate::net::ext::{SctpChunk, SCTP_COMMON_HEADER};
 use crate::trace::counters::TransportCounters;
 use crate::transport::tcp::RangeSet;
 use crate::transport::StreamReceiver;
@@ -121,16 +120,18 @@ impl SctpReceiver {
         true
     }
 
-    fn on_data(&mut self, now: Time, tsns: &[(u32, u32)], path: usize, size: u32, out: &mut Outbox) {
-        let had_gaps = !self.gaps.is_empty();
-        let dups_before = self.duplicates.len();
+    /// A packet with DATA arrives: its counts, and what the SACK decision
+    /// needs from before its chunks are taken (gaps, duplicates so far).
+    fn begin_data(&mut self, path: usize, size: u32) -> (bool, usize) {
         for s in [&mut self.stats[path], &mut self.total] {
             s.packets_received += 1;
             s.wire_bytes_received += size as u64;
         }
-        for &(tsn, len) in tsns {
-            self.accept(tsn, len, path);
-        }
+        (!self.gaps.is_empty(), self.duplicates.len())
+    }
+
+    /// Its chunks were taken: read, and SACK now or later.
+    fn end_data(&mut self, now: Time, path: usize, (had_gaps, dups_before): (bool, usize), out: &mut Outbox) {
         if self.reader_waiting {
             self.read(u64::MAX, out);
         }
@@ -163,7 +164,7 @@ impl SctpReceiver {
             .take(room as usize - dups.len())
             .map(|&(s, e)| ((s - base) as u16, (e - 1 - base) as u16))
             .collect();
-        let chunk = SctpChunk::Sack {
+        let sack = SctpChunk::Sack {
             cum_tsn: self.cum,
             a_rwnd: self.a_rwnd().min(u32::MAX as u64) as u32,
             gaps,
@@ -175,41 +176,31 @@ impl SctpReceiver {
         let path = self.reply_path as usize;
         self.stats[path].acks_sent += 1;
         self.total.acks_sent += 1;
-        let ext = Ext::Sctp(vec![chunk]);
-        out.push(Transmit {
-            path: self.reply_path,
-            body: Body::Sctp(SctpPacket::default()),
-            size: IP_HEADER + ext.wire_bytes(),
-            ect: false,
-            ext: Some(Box::new(ext)),
-        });
+        send_chunks(self.reply_path, smallvec::smallvec![sack], out);
     }
 }
 
 impl StreamReceiver for SctpReceiver {
     fn on_packet(&mut self, now: Time, rx: Received<'_>, out: &mut Outbox) {
-        let Some(ext) = rx.ext else { return };
-        let Ext::Sctp(chunks) = *ext else { return };
         let path = (rx.packet.path as usize).min(self.stats.len() - 1);
-        let mut data = Vec::new();
+        let size = rx.packet.size;
+        let Some(incoming) = Incoming::new(rx) else { return };
+        let chunks = incoming.chunks();
+        let data = chunks.iter().any(|c| matches!(c, SctpChunk::Data { .. }));
+        let before = data.then(|| self.begin_data(path, size));
         for c in chunks {
-            match c {
-                SctpChunk::Data { tsn, len } => data.push((tsn, len)),
+            match *c {
+                SctpChunk::Data { tsn, len } => {
+                    self.accept(tsn, len, path);
+                }
                 SctpChunk::Heartbeat { dest, sent_at } => {
-                    let ext = Ext::Sctp(vec![SctpChunk::HeartbeatAck { dest, sent_at }]);
-                    out.push(Transmit {
-                        path: path as u8,
-                        body: Body::Sctp(SctpPacket::default()),
-                        size: IP_HEADER + ext.wire_bytes(),
-                        ect: false,
-                        ext: Some(Box::new(ext)),
-                    });
+                    send_chunks(path as u8, smallvec::smallvec![SctpChunk::HeartbeatAck { dest, sent_at }], out);
                 }
                 SctpChunk::Sack { .. } | SctpChunk::HeartbeatAck { .. } => {}
             }
         }
-        if !data.is_empty() {
-            self.on_data(now, &data, path, rx.packet.size, out);
+        if let Some(before) = before {
+            self.end_data(now, path, before, out);
         }
     }
 

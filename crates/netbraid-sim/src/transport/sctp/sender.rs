@@ -6,13 +6,14 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
-use super::{RtxPolicy, SctpConfig, IP_HEADER};
-use crate::endpoint::{Outbox, Received, Report, Scope, SenderState, Snapshot, Transmit};
+use super::{send_chunks, Incoming, RtxPolicy, SctpConfig, IP_HEADER};
+use crate::endpoint::{Outbox, Received, Report, Scope, SenderState, Snapshot};
+use crate::engine::time::earliest;
 use crate::engine::{RandomStream, Time};
-use crate::net::ext::{Ext, SctpChunk, SCTP_COMMON_HEADER, SCTP_DATA_HEADER};
-use crate::net::packet::{Body, SctpPacket};
+use crate::net::ext::{SctpChunk, SctpChunks, SCTP_COMMON_HEADER, SCTP_DATA_HEADER};
 use crate::trace::counters::TransportCounters;
-use crate::transport::tcp::RttEstimator;
+use crate::transport::tcp::{RangeSet, RttEstimator};
+use smallvec::SmallVec;
 use crate::transport::StreamSender;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +41,24 @@ struct Chunk {
     /// Fast-retransmitted once already (never again: RFC 4960 §7.2.4).
     fast_retransmitted: bool,
     transmissions: u32,
+}
+
+/// What one SACK newly acknowledged: the highest TSN (HTNA), the lowest,
+/// and the destinations they were sent to (a bit each).
+struct NewlyAcked {
+    htna: u32,
+    lowest: u32,
+    dests: u64,
+}
+
+impl Default for NewlyAcked {
+    fn default() -> Self {
+        Self {
+            htna: 0,
+            lowest: u32::MAX,
+            dests: 0,
+        }
+    }
 }
 
 /// One destination (one path): its congestion window, timers and state.
@@ -80,6 +99,16 @@ struct Dest {
     /// SACK acknowledged it.
     pseudo_cumack: Option<u32>,
     new_pseudo_cumack: bool,
+    /// Its oldest outstanding TSN before this SACK, marked chunks included
+    /// (§6.3.2 R3's "earliest outstanding"), and whether this SACK acked it.
+    oldest: Option<u32>,
+    oldest_acked: bool,
+    /// Chunks last sent to it now marked for retransmission.
+    marked: u64,
+    /// No chunk below these TSNs is in flight to it / outstanding on it
+    /// (where the searches for its oldest start: sending to it lowers them).
+    in_flight_from: u32,
+    outstanding_from: u32,
     /// Its flight before this SACK ("cwnd fully used").
     flight_before: u64,
 }
@@ -101,6 +130,9 @@ pub struct SctpSender {
     next_tsn: u32,
     /// TSNs marked for retransmission.
     marked: BTreeSet<u32>,
+    /// TSNs gap blocks have reported, as ranges [first, last + 1) above the
+    /// cumulative point.
+    scoreboard: RangeSet,
     /// Send one packet of marked chunks now, whatever the cwnd (after a fast
     /// retransmit or a T3 expiry).
     force_retransmission: bool,
@@ -155,6 +187,11 @@ impl SctpSender {
                 highest_newack: 0,
                 pseudo_cumack: None,
                 new_pseudo_cumack: false,
+                oldest: None,
+                oldest_acked: false,
+                marked: 0,
+                in_flight_from: 0,
+                outstanding_from: 0,
                 flight_before: 0,
             })
             .collect();
@@ -168,6 +205,7 @@ impl SctpSender {
             front_tsn: 1,
             next_tsn: 1,
             marked: BTreeSet::new(),
+            scoreboard: RangeSet::default(),
             force_retransmission: false,
             buffered: 0,
             unchunked: 0,
@@ -205,6 +243,37 @@ impl SctpSender {
     pub fn aborted(&self) -> bool {
         self.aborted
     }
+    /// A one-line account of the sender's state (for debugging).
+    pub fn debug_state(&self) -> String {
+        let dests: Vec<String> = self
+            .dests
+            .iter()
+            .map(|d| {
+                format!(
+                    "cwnd {} ssth {} flight {}/{} t3 {:?} fr {:?} act {} err {}",
+                    d.cwnd, d.ssthresh, d.flight, d.flight_chunks, d.t3, d.fast_recovery, d.active, d.errors
+                )
+            })
+            .collect();
+        let states = self.chunks.iter().fold([0; 3], |mut n, c| {
+            n[c.state as usize] += 1;
+            n
+        });
+        format!(
+            "front {} next {} marked {} chunks {} states {:?} rwnd {} buffered {} unchunked {} to_write {:?} | {}",
+            self.front_tsn,
+            self.next_tsn,
+            self.marked.len(),
+            self.chunks.len(),
+            states,
+            self.peer_rwnd,
+            self.buffered,
+            self.unchunked,
+            self.to_write,
+            dests.join(" | ")
+        )
+    }
+
     /// Where plain SCTP sends new data: the primary while it is active, else
     /// the first active alternate.
     pub fn data_destination(&self) -> usize {
@@ -299,6 +368,9 @@ impl SctpSender {
     fn on_chunk_sent(&mut self, tsn: u32, d: usize, now: Time) {
         let i = (tsn - self.front_tsn) as usize;
         let overhead = self.cfg.sender_chunk_overhead as u64;
+        if self.chunks[i].state == State::Marked {
+            self.dests[self.chunks[i].dest as usize].marked -= 1;
+        }
         let c = &mut self.chunks[i];
         c.state = State::InFlight;
         c.dest = d as u8;
@@ -309,6 +381,8 @@ impl SctpSender {
         let dest = &mut self.dests[d];
         dest.flight += len;
         dest.flight_chunks += 1;
+        dest.in_flight_from = dest.in_flight_from.min(tsn);
+        dest.outstanding_from = dest.outstanding_from.min(tsn);
         dest.sent_chunks += 1;
         dest.highest_sent = dest.highest_sent.max(tsn);
         if first {
@@ -332,26 +406,19 @@ impl SctpSender {
         }
     }
 
-    fn emit(&mut self, d: usize, chunks: Vec<SctpChunk>, user_bytes: u32, out: &mut Outbox) {
-        let ext = Ext::Sctp(chunks);
-        let size = IP_HEADER + ext.wire_bytes();
+    fn emit(&mut self, d: usize, chunks: SctpChunks, user_bytes: u32, out: &mut Outbox) {
+        debug_assert!(!chunks.is_empty());
+        send_chunks(d as u8, chunks, out);
         let stats = &mut self.dests[d].stats;
         stats.packets_sent += 1;
         stats.bytes_sent += user_bytes as u64;
-        out.push(Transmit {
-            path: d as u8,
-            body: Body::Sctp(SctpPacket { user_bytes }),
-            size,
-            ect: false,
-            ext: Some(Box::new(ext)),
-        });
     }
 
     /// One packet of marked chunks for destination `d`, from `first` on,
     /// bundled up to the MTU (chunks marked for elsewhere are skipped).
     fn send_marked_packet(&mut self, first: u32, d: usize, now: Time, out: &mut Outbox) {
         let mut size = IP_HEADER + SCTP_COMMON_HEADER;
-        let mut chunks = Vec::new();
+        let mut chunks = SctpChunks::new();
         let mut user = 0;
         let candidates: Vec<u32> = self.marked.range(first..).copied().collect();
         for tsn in candidates {
@@ -380,7 +447,7 @@ impl SctpSender {
     fn send_new_packet(&mut self, d: usize, now: Time, out: &mut Outbox) -> bool {
         let overhead = self.cfg.sender_chunk_overhead as u64;
         let mut size = IP_HEADER + SCTP_COMMON_HEADER;
-        let mut chunks = Vec::new();
+        let mut chunks = SctpChunks::new();
         let mut user = 0;
         loop {
             if self.unchunked < self.max_data as u64 {
@@ -397,7 +464,7 @@ impl SctpSender {
             // Nagle (on by default in SCTP stacks): a chunk cut short because
             // the application has not written the rest yet waits while data
             // is in flight and more is coming.
-            let in_flight = self.total_flight().0 > 0;
+            let in_flight = !chunks.is_empty() || self.total_flight().0 > 0;
             if (len as u64) < natural && !self.done_writing() && (in_flight || !chunks.is_empty()) {
                 break;
             }
@@ -447,7 +514,7 @@ impl SctpSender {
             }
         }
         let n = self.dests.len();
-        let mut bursts = vec![0u32; n];
+        let mut bursts = [0u32; 64]; // paths ≤ 64 (SctpConfig::validate)
         let max_burst = self.cfg.max_burst;
         let burst_ok = |b: u32| max_burst == 0 || b < max_burst;
         // retransmissions, oldest first, each where it is marked to go
@@ -462,16 +529,21 @@ impl SctpSender {
         }
         // new data: to the primary (or its alternate), or with CMT to every
         // destination with room, starting one further each time
-        let targets: Vec<usize> = if self.cfg.cmt {
+        let targets = if self.cfg.cmt {
             self.rotate = (self.rotate + 1) % n;
-            (0..n)
-                .map(|k| (self.rotate + k) % n)
-                .filter(|&d| self.dests[d].active)
-                .collect()
+            n
         } else {
-            vec![self.data_destination()]
+            1
         };
-        for d in targets {
+        for k in 0..targets {
+            let d = if self.cfg.cmt {
+                (self.rotate + k) % n
+            } else {
+                self.data_destination()
+            };
+            if !self.dests[d].active && self.cfg.cmt {
+                continue;
+            }
             while self.dests[d].has_room() && burst_ok(bursts[d]) && self.send_new_packet(d, now, out) {
                 bursts[d] += 1;
             }
@@ -503,6 +575,7 @@ impl SctpSender {
         dest.flight -= c.len as u64;
         dest.flight_chunks -= 1;
         dest.lost_chunks += 1;
+        dest.marked += 1;
         let to = self.retransmission_destination(d, timeout);
         let c = &mut self.chunks[i];
         c.state = State::Marked;
@@ -536,17 +609,11 @@ impl SctpSender {
         }
         self.dests[d].heartbeat_out = Some(now);
         self.dests[d].next_heartbeat = None;
-        let ext = Ext::Sctp(vec![SctpChunk::Heartbeat {
+        let heartbeat = SctpChunk::Heartbeat {
             dest: d as u8,
             sent_at: now,
-        }]);
-        out.push(Transmit {
-            path: d as u8,
-            body: Body::Sctp(SctpPacket::default()),
-            size: IP_HEADER + ext.wire_bytes(),
-            ect: false,
-            ext: Some(Box::new(ext)),
-        });
+        };
+        send_chunks(d as u8, smallvec::smallvec![heartbeat], out);
     }
 
     /// An error on destination `d` (§8.2): beyond Path.Max.Retrans it is
@@ -612,85 +679,60 @@ impl SctpSender {
             d.highest_newack = 0;
             d.pseudo_cumack = None;
             d.new_pseudo_cumack = false;
+            d.oldest = None;
+            d.oldest_acked = false;
             d.flight_before = d.flight;
         }
-        // CUC: each destination's oldest outstanding TSN before this SACK
-        if self.cfg.cmt {
-            let mut found = 0;
-            for (i, c) in self.chunks.iter().enumerate() {
-                let dest = &mut self.dests[c.dest as usize];
-                if c.state != State::Acked && dest.pseudo_cumack.is_none() {
-                    dest.pseudo_cumack = Some(self.front_tsn + i as u32);
-                    found += 1;
-                    if found == n {
-                        break;
-                    }
-                }
+        // Each destination's oldest TSN in flight before this SACK (its
+        // pseudo-cumack, CUC's trigger) and oldest outstanding, marked
+        // chunks included (the T3 restart's, §6.3.2 R3).
+        for d in 0..n {
+            if self.dests[d].flight_chunks > 0 {
+                self.dests[d].pseudo_cumack = self.oldest_in_flight(d);
+            }
+            if self.dests[d].flight_chunks + self.dests[d].marked > 0 {
+                self.dests[d].oldest = self.oldest_outstanding(d);
             }
         }
-        // Pass 1: what this SACK newly acknowledges (cumulatively, or in a
-        // gap block), per destination.
-        let blocks: Vec<(u32, u32)> = gaps
+        // Pass 1: what this SACK newly acknowledges, cumulatively or in a
+        // gap block (the scoreboard keeps what blocks reported before, so
+        // only new TSNs are visited: blocks repeat in every SACK).
+        let highest_in_sack = gaps
             .iter()
-            .map(|&(s, e)| (cum + s as u32, cum + e as u32))
-            .filter(|&(s, e)| s <= e && e < self.next_tsn)
-            .collect();
-        let highest_in_sack = blocks.last().map_or(cum, |b| b.1.max(cum));
-        let (mut htna, mut lowest_new) = (0u32, u32::MAX);
-        let mut dests_newly = 0u64;
-        let mut block = 0;
-        let end = (highest_in_sack + 1 - self.front_tsn) as usize;
-        for i in 0..end.min(self.chunks.len()) {
-            let tsn = self.front_tsn + i as u32;
-            while block < blocks.len() && blocks[block].1 < tsn {
-                block += 1;
-            }
-            let acked = tsn <= cum || (block < blocks.len() && blocks[block].0 <= tsn);
-            let c = self.chunks[i];
-            if !acked || c.state == State::Acked {
-                continue;
-            }
-            let d = c.dest as usize;
-            self.chunks[i].state = State::Acked;
-            htna = htna.max(tsn);
-            lowest_new = lowest_new.min(tsn);
-            if c.state == State::Marked {
-                // Arrived after all (before a timeout marked it): it leaves
-                // the retransmission queue, but it was not in flight, so it
-                // grows no window and says nothing about its path now.
-                self.marked.remove(&tsn);
-                continue;
-            }
-            self.dests[d].flight -= c.len as u64;
-            self.dests[d].flight_chunks -= 1;
-            let dest = &mut self.dests[d];
-            dest.net_ack += c.len as u64;
-            dest.saw_newack = true;
-            dest.highest_newack = dest.highest_newack.max(tsn);
-            if dest.pseudo_cumack == Some(tsn) {
-                dest.new_pseudo_cumack = true;
-            }
-            if let Some((t, sent)) = dest.timing {
-                if t == tsn {
-                    dest.rtt.on_sample(now - sent);
-                    dest.stats.rtt_samples += 1;
-                    dest.stats.rtt_sum_ns += now - sent;
-                    dest.timing = None;
-                }
-            }
-            dests_newly |= 1 << d;
-            // The path works (an ack of a chunk sent once: FreeBSD applies
-            // Karn's rule to clearing the error count).
-            if c.transmissions == 1 {
-                self.heard_from(d);
+            .map(|&(_, e)| cum + e as u32)
+            .filter(|&e| e < self.next_tsn)
+            .max()
+            .unwrap_or(cum)
+            .max(cum);
+        let mut fresh: SmallVec<[(u32, u32); 4]> = SmallVec::new();
+        if cum_advanced {
+            fresh.push((self.front_tsn, cum + 1));
+        }
+        for &(s, e) in gaps {
+            let (s, e) = (cum + s as u32, cum + e as u32);
+            if s <= e && e < self.next_tsn && s > cum {
+                self.scoreboard
+                    .add_with(s as u64, e as u64 + 1, |a, b| fresh.push((a as u32, b as u32)));
             }
         }
+        let mut news = NewlyAcked::default();
+        for &(a, b) in &fresh {
+            for tsn in a..b {
+                self.newly_acked(now, tsn, &mut news);
+            }
+        }
+        let NewlyAcked {
+            htna,
+            lowest: lowest_new,
+            dests: dests_newly,
+        } = news;
         // The cumulative point moves: those chunks leave the buffer.
         while self.front_tsn <= cum {
             let c = self.chunks.pop_front().expect("cum is below next_tsn");
             self.buffered -= c.len as u64;
             self.front_tsn += 1;
         }
+        self.scoreboard.prune_below(self.front_tsn as u64);
         // Fast recovery ends once its point is acknowledged (per destination
         // under CMT: its own oldest outstanding TSN passes the point).
         for d in 0..n {
@@ -710,38 +752,53 @@ impl SctpSender {
         let mixed = dests_newly.count_ones() > 1;
         let in_recovery = self.dests.iter().any(|d| d.fast_recovery.is_some());
         let mut entering = 0u64;
+        // The holes: from the cumulative point up to the highest TSN
+        // reported, less what the blocks cover.
+        let mut holes: SmallVec<[(u32, u32); 8]> = SmallVec::new();
         if highest_in_sack >= self.front_tsn && htna > 0 {
-            let end = (highest_in_sack - self.front_tsn) as usize;
-            for i in 0..end.min(self.chunks.len()) {
-                let tsn = self.front_tsn + i as u32;
-                let c = self.chunks[i];
-                if c.state != State::InFlight || c.fast_retransmitted {
-                    continue;
+            let mut from = self.front_tsn;
+            for &(s, e) in self.scoreboard.ranges() {
+                if s as u32 >= highest_in_sack {
+                    break;
                 }
-                let d = c.dest as usize;
-                let strikes = if self.cfg.cmt && self.cfg.sfr {
-                    let dest = &self.dests[d];
-                    if !dest.saw_newack || tsn >= dest.highest_newack {
-                        0
-                    } else if self.cfg.dac && dac_packets >= 2 && !mixed && tsn < lowest_new {
-                        2
-                    } else {
-                        1
-                    }
-                } else if tsn < htna || (!self.cfg.cmt && in_recovery && cum_advanced) {
-                    1
-                } else {
+                if s as u32 > from {
+                    holes.push((from, s as u32));
+                }
+                from = e as u32;
+            }
+            if from < highest_in_sack {
+                holes.push((from, highest_in_sack));
+            }
+        }
+        for tsn in holes.iter().flat_map(|&(a, b)| a..b) {
+            let i = (tsn - self.front_tsn) as usize;
+            let c = self.chunks[i];
+            if c.state != State::InFlight || c.fast_retransmitted {
+                continue;
+            }
+            let d = c.dest as usize;
+            let strikes = if self.cfg.cmt && self.cfg.sfr {
+                let dest = &self.dests[d];
+                if !dest.saw_newack || tsn >= dest.highest_newack {
                     0
-                };
-                if strikes == 0 {
-                    continue;
+                } else if self.cfg.dac && dac_packets >= 2 && !mixed && tsn < lowest_new {
+                    2
+                } else {
+                    1
                 }
-                self.chunks[i].misses += strikes;
-                if self.chunks[i].misses >= self.cfg.fast_rtx_threshold {
-                    self.chunks[i].fast_retransmitted = true;
-                    self.mark(tsn, false);
-                    entering |= 1 << d;
-                }
+            } else if tsn < htna || (!self.cfg.cmt && in_recovery && cum_advanced) {
+                1
+            } else {
+                0
+            };
+            if strikes == 0 {
+                continue;
+            }
+            self.chunks[i].misses += strikes;
+            if self.chunks[i].misses >= self.cfg.fast_rtx_threshold {
+                self.chunks[i].fast_retransmitted = true;
+                self.mark(tsn, false);
+                entering |= 1 << d;
             }
         }
         // Window growth (§7.2.1–7.2.2): on a SACK that moves the cumulative
@@ -801,12 +858,16 @@ impl SctpSender {
         if entering != 0 {
             self.force_retransmission = true;
         }
-        // Timers (§6.3.2 R2, R3) and partial_bytes_acked of idle destinations.
+        // Timers (§6.3.2 R2, R3: restarted only when the destination's
+        // earliest outstanding chunk is acknowledged — acks of later chunks,
+        // or of chunks SACKs could not report before, must not keep a timer
+        // from expiring over a lost one), and
+        // partial_bytes_acked of idle destinations.
         for dest in &mut self.dests {
             if dest.flight == 0 {
                 dest.t3 = None;
                 dest.pba = 0;
-            } else if dest.saw_newack && (dest.new_pseudo_cumack || cum_advanced) {
+            } else if dest.oldest_acked {
                 dest.t3 = Some(now + dest.rtt.rto());
             }
         }
@@ -815,12 +876,78 @@ impl SctpSender {
         self.peer_rwnd = (a_rwnd as u64).saturating_sub(outstanding);
     }
 
+    /// Chunk `tsn` (not acknowledged before) is acknowledged by this SACK:
+    /// its destination's flight, newly acked bytes, SFR and CUC marks, RTT
+    /// sample and error count.
+    fn newly_acked(&mut self, now: Time, tsn: u32, news: &mut NewlyAcked) {
+        let i = (tsn - self.front_tsn) as usize;
+        let c = self.chunks[i];
+        if c.state == State::Acked {
+            return;
+        }
+        let d = c.dest as usize;
+        self.chunks[i].state = State::Acked;
+        news.htna = news.htna.max(tsn);
+        news.lowest = news.lowest.min(tsn);
+        if self.dests[d].oldest == Some(tsn) {
+            self.dests[d].oldest_acked = true;
+        }
+        if c.state == State::Marked {
+            // Arrived after all (before a timeout marked it): it leaves
+            // the retransmission queue, but it was not in flight, so it
+            // grows no window and says nothing about its path now.
+            self.marked.remove(&tsn);
+            self.dests[d].marked -= 1;
+            return;
+        }
+        let dest = &mut self.dests[d];
+        dest.flight -= c.len as u64;
+        dest.flight_chunks -= 1;
+        dest.net_ack += c.len as u64;
+        dest.saw_newack = true;
+        dest.highest_newack = dest.highest_newack.max(tsn);
+        if dest.pseudo_cumack == Some(tsn) {
+            dest.new_pseudo_cumack = true;
+        }
+        if let Some((t, sent)) = dest.timing {
+            if t == tsn {
+                dest.rtt.on_sample(now - sent);
+                dest.stats.rtt_samples += 1;
+                dest.stats.rtt_sum_ns += now - sent;
+                dest.timing = None;
+            }
+        }
+        news.dests |= 1 << d;
+        // The path works (an ack of a chunk sent once: FreeBSD applies
+        // Karn's rule to clearing the error count).
+        if c.transmissions == 1 {
+            self.heard_from(d);
+        }
+    }
+
     /// The oldest TSN not yet acknowledged that was last sent to `d`.
-    fn oldest_outstanding(&self, d: usize) -> Option<u32> {
+    fn oldest_outstanding(&mut self, d: usize) -> Option<u32> {
+        let from = self.dests[d].outstanding_from;
+        let found = self.first_from(from, |c| c.state != State::Acked && c.dest as usize == d);
+        self.dests[d].outstanding_from = found.unwrap_or(self.next_tsn);
+        found
+    }
+
+    /// The oldest TSN in flight to `d`.
+    fn oldest_in_flight(&mut self, d: usize) -> Option<u32> {
+        let from = self.dests[d].in_flight_from;
+        let found = self.first_from(from, |c| c.state == State::InFlight && c.dest as usize == d);
+        self.dests[d].in_flight_from = found.unwrap_or(self.next_tsn);
+        found
+    }
+
+    /// The first chunk at or above TSN `from` that `is` holds for.
+    fn first_from(&self, from: u32, is: impl Fn(&Chunk) -> bool) -> Option<u32> {
+        let start = from.saturating_sub(self.front_tsn) as usize;
         self.chunks
-            .iter()
-            .position(|c| c.state != State::Acked && c.dest as usize == d)
-            .map(|i| self.front_tsn + i as u32)
+            .range(start.min(self.chunks.len())..)
+            .position(is)
+            .map(|i| self.front_tsn + (start + i) as u32)
     }
 
     fn check_complete(&mut self, now: Time) {
@@ -865,21 +992,20 @@ impl StreamSender for SctpSender {
     }
 
     fn on_packet(&mut self, now: Time, rx: Received<'_>, out: &mut Outbox) {
-        let Some(ext) = rx.ext else { return };
-        let Ext::Sctp(chunks) = *ext else { return };
         let path = (rx.packet.path as usize).min(self.dests.len() - 1);
-        for chunk in chunks {
-            match chunk {
+        let Some(incoming) = Incoming::new(rx) else { return };
+        for chunk in incoming.chunks() {
+            match *chunk {
                 SctpChunk::Sack {
                     cum_tsn,
                     a_rwnd,
-                    gaps,
+                    ref gaps,
                     dac_packets,
                     ..
                 } => {
                     self.dests[path].stats.acks_received += 1;
                     if !self.aborted {
-                        self.on_sack(now, cum_tsn, a_rwnd, &gaps, dac_packets);
+                        self.on_sack(now, cum_tsn, a_rwnd, gaps, dac_packets);
                     }
                 }
                 SctpChunk::HeartbeatAck { dest, sent_at } => {
@@ -919,7 +1045,11 @@ impl StreamSender for SctpSender {
         if self.aborted {
             return None;
         }
-        self.dests.iter().flat_map(|d| [d.t3, d.next_heartbeat]).flatten().min()
+        let mut next: Option<Time> = None;
+        for d in &self.dests {
+            next = earliest(earliest(next, d.t3), d.next_heartbeat);
+        }
+        next
     }
 
     fn path_count(&self) -> usize {

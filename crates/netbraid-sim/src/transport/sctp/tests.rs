@@ -8,7 +8,7 @@ use crate::endpoint::{Outbox, Received, Scope, Transmit};
 use crate::engine::time::{MILLISECOND, SECOND};
 use crate::ids::{EndpointId, FlowId, IfaceId};
 use crate::net::ext::{Ext, SctpChunk};
-use crate::net::packet::{Body, Packet, SctpPacket};
+use crate::net::packet::{Body, Packet, SctpInline, SctpPacket};
 use crate::scenario::*;
 use crate::sim::{RunResult, Simulation};
 use crate::testing::{two_links, PathNet};
@@ -71,14 +71,15 @@ fn net(cfg: SctpConfig, delay: Vec<Time>, rate_bps: Vec<u64>) -> PathNet<SctpSen
 
 /// The DATA TSNs a packet carries.
 fn tsns(t: &Transmit) -> Vec<u32> {
-    match t.ext.as_deref() {
-        Some(Ext::Sctp(chunks)) => chunks
+    match (t.ext.as_deref(), t.body) {
+        (Some(Ext::Sctp(chunks)), _) => chunks
             .iter()
             .filter_map(|c| match c {
                 SctpChunk::Data { tsn, .. } => Some(*tsn),
                 _ => None,
             })
             .collect(),
+        (None, Body::Sctp(SctpPacket { inline: Some(SctpInline::Data { tsn, .. }), .. })) => vec![tsn],
         _ => vec![],
     }
 }
@@ -112,7 +113,7 @@ fn payload_efficiency_is_1452_of_1500() {
 }
 
 fn data_packet(tsn: u32, path: u8) -> (Packet, Box<Ext>) {
-    let ext = Box::new(Ext::Sctp(vec![SctpChunk::Data { tsn, len: 1452 }]));
+    let ext = Box::new(Ext::Sctp(smallvec::smallvec![SctpChunk::Data { tsn, len: 1452 }]));
     let p = Packet {
         src: IfaceId(0),
         dst: IfaceId(1),
@@ -127,7 +128,10 @@ fn data_packet(tsn: u32, path: u8) -> (Packet, Box<Ext>) {
         ttl: 64,
         ecn: 0,
         ext: None,
-        body: Body::Sctp(SctpPacket { user_bytes: 1452 }),
+        body: Body::Sctp(SctpPacket {
+            user_bytes: 1452,
+            inline: None,
+        }),
     };
     (p, ext)
 }
@@ -453,3 +457,4 @@ fn bad_settings_are_named() {
     );
     assert!(e.contains("rcvbuf"), "{e}");
 }
+
