@@ -211,7 +211,7 @@ def leftovers() -> dict:
         "namespaces": [l for l in ns.splitlines() if pat.search(l)],
         "devices": [l for l in links.splitlines() if pat.search(l)],
         "processes": [l for l in procs.splitlines()
-                      if ("iperf3" in l or "netbraid.emu" in l or "linkemu" in l) and "ps -eo" not in l],
+                      if ("iperf3" in l or "netbraid.emu" in l or "linkemu" in l or "sctpgen" in l) and "ps -eo" not in l],
         "records": sorted(os.listdir("/run/netbraid")) if os.path.isdir("/run/netbraid") else [],
         "temporary directories": sorted(str(p) for p in Path(tempfile.gettempdir()).glob("netbraid-nb*")),
     }

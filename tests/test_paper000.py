@@ -64,8 +64,18 @@ def test_failover_waits_for_six_timeouts(quick):
     assert back <= stop + 30 + 1.5 * 60 + 2  # a heartbeat within HB.interval + 1.5 RTO (RTO ≤ 60 s)
 
 
-def test_emu_is_refused_clearly():
-    r = subprocess.run(["netbraid", "paper", "000", "--quick", "--backend", "emu"], capture_output=True, text=True,
+def test_the_emu_scenarios_use_only_what_the_real_stacks_honour():
+    from netbraid.papers.p000 import CASES, PAPER, scenario
+    from netbraid.resolve import resolve
+
+    for p in PAPER:
+        for case in CASES:
+            r = resolve(scenario(p, case, backend="emu"), backend="emu")
+            assert all(d["framing_bytes"] == 0 for link in r["links"] for d in (link["ab"], link["ba"]))
+
+
+def test_an_unknown_backend_is_refused_clearly():
+    r = subprocess.run(["netbraid", "paper", "000", "--quick", "--backend", "ns3"], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode != 0
-    assert "--backend emu: paper 000 runs on sim" in r.stderr + r.stdout
+    assert "--backend: 'ns3' is not allowed (sim, emu, both)" in r.stderr + r.stdout

@@ -392,10 +392,7 @@ def paper(
         for given, option in ((tcp, "--tcp"), (explain, "--explain")):
             if given:
                 fail(ScenarioError(f"{option}: applies to paper {'003' if option == '--tcp' else '001'}, not to 000"))
-        if backend != "sim":
-            fail(ScenarioError(f"--backend {backend}: paper 000 runs on sim for now (SCTP on emu needs the usrsctp "
-                               "programs, not built yet; allowed: sim)"))
-        _paper_000(module, reps=reps, quick=quick, out=out, seed=seed, workers=workers, quiet=quiet)
+        _paper_000(module, reps=reps, quick=quick, backend=backend, out=out, seed=seed, workers=workers, quiet=quiet)
     elif number == "002":
         for given, option in ((tcp, "--tcp"), (explain, "--explain")):
             if given:
@@ -466,11 +463,19 @@ def _paper_001(module, *, reps, quick, backend, out, seed, workers, quiet) -> No
     out_console.print(f"tables.md, results.json and figures (delay, loss, fig4, fig7, fig8) in {out}/")
 
 
-def _paper_000(module, *, reps, quick, out, seed, workers, quiet) -> None:
+def _paper_000(module, *, reps, quick, backend, out, seed, workers, quiet) -> None:
+    if backend != "sim":
+        from .emu import platform
+
+        reason = platform.unavailable_reason(sctp=True)
+        if reason:
+            fail(platform.EmuUnavailable(reason), code=3)
     results, wall = _timed(out, lambda: module.run(quick=quick, reps=reps, seed=seed, workers=workers, out=out,
-                                                   progress=not quiet))
+                                                   progress=not quiet, backend=backend))
     out_console.print(f"[bold]paper 000[/]: {escape(module.TITLE)}")
-    head = (f"{results['reps']} replications × {results['duration_s']:g} s per point (goodput from 5 s on) · "
+    emu = (f" · emu: {results['emu']['reps']} × {results['emu']['duration_s']:g} s on real stacks"
+           if "emu" in results else "")
+    head = (f"{results['reps']} replications × {results['duration_s']:g} s per point (goodput from 5 s on){emu} · "
             f"mean ± half-width of the 95 % interval · {wall:.1f} s wall")
     out_console.print(head)
     md = ["# paper 000: netbraid", "", head + ".", ""]
@@ -485,8 +490,10 @@ def _paper_000(module, *, reps, quick, out, seed, workers, quiet) -> None:
     out_console.print(t)
     (out / "tables.md").write_text("\n".join(md) + "\n")
     (out / "results.json").write_text(json.dumps(results, default=str))
-    module.plots(results, out)
-    out_console.print(f"tables.md, results.json and figures (table1, failover) in {out}/")
+    if results.get("backend") != "emu":
+        module.plots(results, out)
+    out_console.print(f"tables.md, results.json{'' if results.get('backend') == 'emu' else ' and figures (table1, failover)'} "
+                      f"in {out}/")
 
 
 def _paper_002(module, *, reps, quick, out, seed, workers, quiet, background_bps) -> None:
@@ -837,6 +844,8 @@ def emu_check() -> None:
         fail(platform.EmuUnavailable(reason), code=3)
     out_console.print("emu backend: ready (root, network namespaces, TUN, iperf3, mptcpize, MPTCP)")
     out_console.print(f"congestion controls: {', '.join(platform.available_congestion_controls())}")
+    sctp = platform.unavailable_reason(sctp=True)
+    out_console.print("SCTP (usrsctp): " + (f"ready ({platform.sctpgen()})" if sctp is None else f"unavailable: {sctp}"))
 
 
 @emu_app.command("cleanup")

@@ -95,6 +95,8 @@ SCTP_PROFILES: dict[str, dict[str, Any]] = {
     "freebsd": {"rto_initial": 3 * SECOND, "initial_cwnd": 3 * (1500 - 12), "fr_min_mtus": 2,
                 "sender_chunk_overhead": 256, "receiver_chunk_overhead": 256, "rtx_policy": "cwnd", "dac": False},
 }
+#: SCTP settings the emu backend passes to usrsctp (the rest are the stack's own).
+EMU_SCTP_FIELDS = ("dac",)
 CBR_DEFAULT_PACKET = 1000
 ONOFF_DEFAULT_PACKET = 210  # ns-2 Application/Traffic/Exponential packetSize_
 UDP_HEADER = 28  # IPv4 + UDP
@@ -436,8 +438,16 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                         raise ScenarioError(f"{where}.{field}: set on sim only (on emu the kernel's path manager and "
                                             "scheduler decide: one subflow per source interface); remove it or run on sim")
             if f.kind == "sctp" and backend == "emu":
-                raise ScenarioError(f"{where}.kind: SCTP runs on sim only for now (this kernel has no SCTP, and "
-                                    "the usrsctp programs for emu are not built yet); use --backend sim")
+                # usrsctp (FreeBSD's stack) runs with its own constants
+                if f.rtx_policy is not None:
+                    raise ScenarioError(f"{where}.rtx_policy: set on sim only (usrsctp retransmits to the path with "
+                                        "the largest cwnd); remove it or run on sim")
+                for layer, field in ((s.sctp, "sctp"), (f.sctp, f"{where}.sctp")):
+                    for k in SCTP_OPTION_FIELDS:
+                        if layer is not None and k not in EMU_SCTP_FIELDS and getattr(layer, k) is not None:
+                            raise ScenarioError(f"{field}.{k}: set on sim only (on emu usrsctp, FreeBSD's stack, "
+                                                f"decides; settable on emu: {', '.join(EMU_SCTP_FIELDS)}); "
+                                                "remove it or run on sim")
             if f.read_rate is not None and backend == "emu":
                 raise ScenarioError(f"{where}.read_rate: a slow reader runs on sim only for now (on emu, iperf3's "
                                     "receiver reads as fast as data arrives); remove it or use --backend sim")

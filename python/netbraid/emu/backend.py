@@ -20,7 +20,7 @@ from . import platform
 from .netns import EmuError
 from .registry import RunRecord, cleanup_stale, delete_namespaces, new_run_id
 from .topology import Topology, forwarding_table, interfaces
-from .traffic import IperfFlow, UdpFlow, whole_seconds
+from .traffic import IperfFlow, SctpFlow, UdpFlow, whole_seconds
 
 #: TCP settings the emu backend can honour (how is in docs/emu.md); any
 #: other explicitly set TCP field is an error on emu rather than ignored.
@@ -54,6 +54,7 @@ def _plan(resolved: dict[str, Any], forwarding: list[dict[str, Any]]):
     route_attrs: dict[tuple[int, int], str] = {}
     mptcp: list[dict[str, Any]] = []
     source_ifaces: set[int] = set()
+    pinned: dict[tuple[int, int], int] = {}
 
     def set_sysctl(node: int, key: str, value: int, why: str) -> None:
         have = host_sysctls.setdefault(node, {})
@@ -103,21 +104,29 @@ def _plan(resolved: dict[str, Any], forwarding: list[dict[str, Any]]):
             if f["kind"] == "mptcp":
                 mptcp.append({"src": f["src"], "dst": f["dst"], "primary_iface": src_iface})
                 source_ifaces.update(ifaces_of[f["src"]])
+        if f["kind"] == "sctp":
+            # each path leaves by its own address's interface, and the SACKs
+            # come back by the path they answer
+            for p in f["paths"]:
+                source_ifaces.update((p["src_iface"], p["dst_iface"]))
+                pinned[(f["src"], p["dst_iface"])] = p["src_iface"]
+                pinned[(f["dst"], p["src_iface"])] = p["dst_iface"]
         specs.append(s)
     if problems:
         raise ScenarioError(problems)
-    return specs, host_sysctls, route_attrs, mptcp, source_ifaces
+    return specs, host_sysctls, route_attrs, mptcp, source_ifaces, pinned
 
 
 def run(resolved: dict[str, Any], *, keep_dir: Path | None = None) -> dict[str, Any]:
     """Run `resolved` (from ``resolve(..., backend="emu")``) once on real stacks."""
     wall0 = time.monotonic()
-    platform.check(mptcp=any(f["kind"] == "mptcp" for f in resolved["flows"]))
+    platform.check(mptcp=any(f["kind"] == "mptcp" for f in resolved["flows"]),
+                   sctp=any(f["kind"] == "sctp" for f in resolved["flows"]))
     try:
         forwarding = forwarding_table(resolved)
     except ValueError as e:
         raise ScenarioError(str(e)) from None
-    specs, host_sysctls, route_attrs, mptcp, source_ifaces = _plan(resolved, forwarding)
+    specs, host_sysctls, route_attrs, mptcp, source_ifaces, pinned = _plan(resolved, forwarding)
     cleanup_stale()
 
     run_id = new_run_id()
@@ -131,7 +140,7 @@ def run(resolved: dict[str, Any], *, keep_dir: Path | None = None) -> dict[str, 
     link_stats: dict[str, Any] = {}
     with sigterm_as_interrupt():
         try:
-            topo.build(forwarding, route_attrs, host_sysctls, mptcp, source_ifaces)
+            topo.build(forwarding, route_attrs, host_sysctls, mptcp, source_ifaces, pinned)
             results, times = _drive(resolved, specs, topo, workdir, flows)
         finally:
             for fl in flows:
@@ -152,6 +161,8 @@ def _drive(resolved, specs, topo, workdir, flows):
         if s["kind"] in ("tcp", "mptcp"):
             fl = IperfFlow(s, i, topo, workdir)
             fl.start_server()
+        elif s["kind"] == "sctp":
+            fl = SctpFlow(s, i, topo, workdir)
         else:
             fl = UdpFlow(s, i, topo, workdir, flow_seed=random.Random(f"{resolved['seed']}/{s['name']}").getrandbits(32))
         flows.append(fl)
@@ -166,7 +177,7 @@ def _drive(resolved, specs, topo, workdir, flows):
         jitter = int(rng.random() * s["start_jitter_ns"]) if s.get("start_jitter_ns") else 0
         start = t0 + s["start_ns"] + jitter
         stop = t0 + (s["stop_ns"] if s.get("stop_ns") is not None else duration)
-        if isinstance(fl, UdpFlow):
+        if isinstance(fl, (UdpFlow, SctpFlow)):
             fl.spec = {**s, "start_ns": start - t0}
             fl.start(t0, stop, window, until_ns=end + 500_000_000)
         else:

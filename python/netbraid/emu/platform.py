@@ -52,12 +52,27 @@ def require_mptcp() -> None:
         raise EmuUnavailable("this kernel has no MPTCP (no /proc/sys/net/mptcp); mptcp flows need a kernel with CONFIG_MPTCP")
 
 
+#: Where `cargo build --release -p netbraid-sctpgen` leaves it (an editable install's repository).
+SCTPGEN_BUILT = Path(__file__).resolve().parents[3] / "target" / "release" / "netbraid-sctpgen"
+SCTPGEN_HINT = ("apt-get install libusrsctp-dev && cargo build --release -p netbraid-sctpgen "
+                "(scripts/test does both), or set NETBRAID_SCTPGEN to the program")
+
+
+def sctpgen() -> str:
+    """The SCTP traffic program (usrsctp): $NETBRAID_SCTPGEN, the repository's
+    build, or netbraid-sctpgen on PATH."""
+    for candidate in (os.environ.get("NETBRAID_SCTPGEN"), str(SCTPGEN_BUILT), shutil.which("netbraid-sctpgen")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    raise EmuUnavailable(f"SCTP on emu needs netbraid-sctpgen, built against Debian's usrsctp: {SCTPGEN_HINT}")
+
+
 def available_congestion_controls() -> list[str]:
     p = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
     return p.read_text().split() if p.exists() else []
 
 
-def check(mptcp: bool = False) -> None:
+def check(mptcp: bool = False, sctp: bool = False) -> None:
     """Raise EmuUnavailable unless everything an emu run needs is here."""
     require_root()
     require_tools(mptcp)
@@ -65,12 +80,14 @@ def check(mptcp: bool = False) -> None:
     require_netns()
     if mptcp:
         require_mptcp()
+    if sctp:
+        sctpgen()
 
 
-def unavailable_reason(mptcp: bool = False) -> str | None:
+def unavailable_reason(mptcp: bool = False, sctp: bool = False) -> str | None:
     """None if the emu backend can run here, else why not (for test skips)."""
     try:
-        check(mptcp)
+        check(mptcp, sctp)
     except EmuUnavailable as e:
         return str(e)
     return None

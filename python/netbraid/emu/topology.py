@@ -69,10 +69,14 @@ class Topology:
     # building ----------------------------------------------------------------
     def build(self, forwarding: list[dict[str, Any]], route_attrs: dict[tuple[int, int], str],
               host_sysctls: dict[int, dict[str, Any]], mptcp: list[dict[str, Any]],
-              source_ifaces: set[int] = frozenset()) -> None:
+              source_ifaces: set[int] = frozenset(), pinned: dict[tuple[int, int], int] | None = None) -> None:
         """`route_attrs[(node, dst_iface)]`: extra ip-route attributes on
         that host's route to that interface (initcwnd, rto_min, quickack).
-        `mptcp`: per MPTCP flow, {"src", "dst", "subflows": count}."""
+        `mptcp`: per MPTCP flow, {"src", "dst", "subflows": count}.
+        `pinned[(node, dst_iface)] = iface`: that host reaches that address
+        only through that interface of its own (an SCTP path: the stack
+        picks destinations, not source addresses, so each destination is
+        routed by its path's link)."""
         self.record.plan_namespaces(self.ns)  # before anything exists
         ip_batch([f"netns add {ns}" for ns in self.ns])
         self.created = list(self.ns)
@@ -102,6 +106,9 @@ class Topology:
             else:
                 hops = " ".join(f"nexthop dev {self.dev(c)}" for c in channels)
                 routes_of[node].append(f"route add {self.addr(dst)}/32 {extra} {hops}".replace("  ", " "))
+        for (node, dst), iface in (pinned or {}).items():
+            if iface // 2 != dst // 2:
+                routes_of[node].append(f"route replace {self.addr(dst)}/32 dev {self.dev(iface)}")
         for (node, dst), extra in route_attrs.items():
             # a destination on an attached link still needs the attributes
             mine = [i for i in self.ifaces_of[node] if i // 2 == dst // 2]

@@ -11,6 +11,10 @@
   same window as the simulator's), and MPTCP subflows' goodput from their
   ``bytes_acked``.
 - UDP CBR and on-off: the project's generator (``udpgen``).
+- SCTP and SCTP-CMT: the project's usrsctp programs (``netbraid-sctpgen``:
+  the FreeBSD SCTP stack in user space, over raw IPv4), multihomed over the
+  flow's paths; goodput from the receiver's bytes inside the measurement
+  window, each path's cwnd and smoothed RTT from the sender's readings.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from . import platform
 from .netns import EmuError, in_ns, spawn
 
 IPERF_PORT = 5201
@@ -320,6 +325,93 @@ class UdpFlow:
             "bytes_delivered": got["bytes_received"],
             "delay_p50_s": got["delay_p50_s"], "delay_p99_s": got["delay_p99_s"],
             "arrival_rate_bps": got["arrival_rate_bps"], "reordered": got["reordered"],
+        }
+
+    def stop(self) -> None:
+        for p in (self.sender, self.receiver):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+class SctpFlow:
+    """An SCTP association on usrsctp: `netbraid-sctpgen recv` in the
+    destination's namespace on every destination address of the flow's
+    paths, `send` in the source's, connecting to them with the primary
+    path's first."""
+
+    def __init__(self, spec: dict[str, Any], index: int, topo, workdir: Path):
+        self.spec = spec
+        self.index = index
+        self.port = IPERF_PORT + index
+        self.topo = topo
+        self.workdir = workdir
+        self.receiver: subprocess.Popen | None = None
+        self.sender: subprocess.Popen | None = None
+
+    def _addresses(self) -> tuple[list[str], list[str]]:
+        paths, primary = self.spec["paths"], self.spec["sctp"].get("primary", 0)
+        order = [primary] + [k for k in range(len(paths)) if k != primary]
+        local = list(dict.fromkeys(self.topo.addr(paths[k]["src_iface"]) for k in order))
+        remote = list(dict.fromkeys(self.topo.addr(paths[k]["dst_iface"]) for k in order))
+        return local, remote
+
+    def _stack(self) -> dict[str, Any]:
+        c = self.spec["sctp"]
+        return {"cmt": bool(c.get("cmt")), "dac": bool(c.get("dac", False)), "sndbuf": c.get("sndbuf", 256 * 1024),
+                "rcvbuf": c.get("rcvbuf", 256 * 1024)}
+
+    def start(self, t0: int, stop_ns: int, window: tuple[int, int], until_ns: int) -> None:
+        s = self.spec
+        exe = platform.sctpgen()
+        local, remote = self._addresses()
+        rcfg = {**self._stack(), "local": remote, "port": self.port, "window_start_ns": window[0],
+                "window_stop_ns": window[1], "until_ns": until_ns, "out": str(self.workdir / f"sctp-recv-{self.index}.json")}
+        self.receiver = spawn(self.topo.ns[s["dst"]], [exe, "recv", json.dumps(rcfg)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+        line = self.receiver.stdout.readline()
+        if line.strip() != "ready":
+            raise EmuError(f"flow {s['name']}: the SCTP receiver failed: {self.receiver.stderr.read().strip()}")
+        # a whole-chunk message unless the flow gives one: 45 chunks of 1452 B
+        message = s["sctp"].get("message_bytes") or 45 * 1452
+        scfg = {**self._stack(), "local": local, "remote": remote, "port": self.port, "local_port": self.port + 1000,
+                "start_ns": t0 + s["start_ns"], "stop_ns": stop_ns, "bytes": s.get("bytes"), "message_bytes": message,
+                "out": str(self.workdir / f"sctp-send-{self.index}.json")}
+        self.sender = spawn(self.topo.ns[s["src"]], [exe, "send", json.dumps(scfg)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+    def finish(self, timeout: float, window: tuple[int, int]) -> dict[str, Any]:
+        s = self.spec
+        for p, role in ((self.sender, "sender"), (self.receiver, "receiver")):
+            try:
+                p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                raise EmuError(f"flow {s['name']}: the SCTP {role} did not finish") from None
+            if p.returncode != 0:
+                raise EmuError(f"flow {s['name']}: the SCTP {role} failed: {p.stderr.read().strip()}")
+        sent = json.loads((self.workdir / f"sctp-send-{self.index}.json").read_text())
+        got = json.loads((self.workdir / f"sctp-recv-{self.index}.json").read_text())
+        span = (window[1] - window[0]) / 1e9
+        local, remote = self._addresses()
+        subflows = []
+        for k, path in enumerate(sent["paths"]):
+            inside = [x for x in path["samples"] if window[0] <= x[0] <= window[1]] or path["samples"]
+            cwnd = [c for _, c, _ in inside]
+            rtt = [r for _, _, r in inside if r > 0]
+            subflows.append({
+                "name": f"{s['name']}#{k}", "src_addr": local[min(k, len(local) - 1)], "dst_addr": path["addr"],
+                "cwnd_mean_bytes": sum(cwnd) / len(cwnd) if cwnd else None,
+                "rtt_mean_s": sum(rtt) / len(rtt) / 1e3 if rtt else None,
+            })
+        return {
+            "name": s["name"], "kind": "sctp", "src": s["src_name"], "dst": s["dst_name"],
+            "throughput_bps": None,
+            "goodput_bps": got["window_bytes"] * 8 / span if span > 0 else None,
+            "bytes_delivered": got["bytes_received"],
+            "bytes_sent": sent["bytes_sent"],
+            "congestion_control": "usrsctp-cmt" if s["sctp"].get("cmt") else "usrsctp",
+            "subflows": subflows,
         }
 
     def stop(self) -> None:

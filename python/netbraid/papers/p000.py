@@ -41,6 +41,9 @@ ADDED_MS = {"no delay": (0.0, 0.0), "delay": (5.5, 5.5), "one-path delay": (0.0,
 #: data direction only (5.5 ms added to client → server, none back).
 ONE_DIRECTION = "one-direction delay"
 BASE_MS = 0.05  # per hop, one way: a LAN
+#: 100 Mb/s Ethernet as linkemu can give it (it shapes IP packets): the IP
+#: rate of 1500-byte packets, each taking 1538 bytes of line time.
+EMU_IP_RATE = 100e6 * 1500 / 1538
 QUEUE = "100p"
 DEFAULT_REPS = 5
 #: FreeBSD 9's TCP as far as the simulator expresses it: timestamps (MSS 1448,
@@ -70,17 +73,21 @@ CANDIDATES: list[tuple[str, str, dict[str, Any]]] = [
 def scenario(protocol: str, case: str, *, duration_s: float = 65.0, message_size: int | None = None,
              window: str | None = None, rtx_policy: str | None = None, sctp: dict[str, Any] | None = None,
              emulator_bps: float | None = None, down: tuple[float, float] | None = None,
-             interval_s: float | None = None) -> Scenario:
+             interval_s: float | None = None, backend: str = "sim") -> Scenario:
     """Client and server, each with two interfaces, one path through the
     emulator for each. `emulator_bps`: both paths also cross one link of
-    that rate inside the emulator; `down`: path 0 fails from..until (s)."""
+    that rate inside the emulator; `down`: path 0 fails from..until (s).
+    `backend` "emu": linkemu shapes IP packets, so the Ethernet rate is
+    given as the IP rate of 1500-byte packets (97.5 Mb/s), and TCP is the
+    kernel's with 2 MB buffers; SCTP is usrsctp (FreeBSD's stack)."""
     if protocol not in PAPER:
         raise ScenarioError(f"paper 000: protocol {protocol!r} (allowed: {', '.join(PAPER)})")
     if case not in ADDED_MS and case != ONE_DIRECTION:
         raise ScenarioError(f"paper 000: case {case!r} (allowed: {', '.join((*CASES, ONE_DIRECTION))})")
     s = Scenario(name=f"paper-000 {protocol} {case}", duration=f"{duration_s:g}s")
     s.add_host("client").add_host("server")
-    ethernet = dict(rate="100Mbps", framing="ethernet", queue=QUEUE)
+    ethernet = (dict(rate="100Mbps", framing="ethernet", queue=QUEUE) if backend == "sim" else
+                dict(rate=f"{EMU_IP_RATE:.0f}bps", queue=QUEUE))
     if emulator_bps:
         s.add_router("gine_in").add_router("gine_out")
         first, second = "gine_in", "gine_out"
@@ -99,7 +106,8 @@ def scenario(protocol: str, case: str, *, duration_s: float = 65.0, message_size
             s.add_link(second, "server", delay=f"{BASE_MS + ADDED_MS[case][k]:g}ms", **ethernet)
     common: dict[str, Any] = {"start_jitter": "1s"}
     if protocol == "TCP":
-        s.add_flow("f", "client", "server", from_iface=0, to_iface=0, **FREEBSD_TCP, **common)
+        tcp = FREEBSD_TCP if backend == "sim" else {"window": FREEBSD_TCP["window"]}
+        s.add_flow("f", "client", "server", from_iface=0, to_iface=0, **tcp, **common)
     else:
         flow: dict[str, Any] = dict(kind="sctp", cmt=protocol == "SCTP-CMT", sctp={"profile": "freebsd", **(sctp or {})})
         if message_size:
@@ -113,8 +121,9 @@ def scenario(protocol: str, case: str, *, duration_s: float = 65.0, message_size
     return s
 
 
-def _goodput(s: Scenario, reps: int, seed: int, workers, out: Path | None, name: str, progress: bool) -> dict[str, float]:
-    plan = make_plan(s, reps=reps, seed=seed)
+def _goodput(s: Scenario, reps: int, seed: int, workers, out: Path | None, name: str, progress: bool,
+             backend: str = "sim") -> dict[str, float]:
+    plan = make_plan(s, reps=reps, seed=seed, backend=backend)
     where = None if out is None else out / name
     runs, _ = execute(plan, where, workers=workers, progress=progress,
                       resume=where is not None and (where / "manifest.json").exists(), kind="paper")
@@ -123,11 +132,27 @@ def _goodput(s: Scenario, reps: int, seed: int, workers, out: Path | None, name:
 
 
 def run(*, quick: bool = False, reps: int | None = None, seed: int = 1, workers: int | None = None,
-        out: Path | None = None, progress: bool = False) -> dict[str, Any]:
-    """Table 1, the candidates for each gap, and a failover run."""
+        out: Path | None = None, progress: bool = False, backend: str = "sim") -> dict[str, Any]:
+    """Table 1, the candidates for each gap, and a failover run on sim;
+    with `backend` "emu" or "both", Table 1 on the real stacks too (Linux
+    TCP, usrsctp) — one run at a time, in real time."""
+    if backend not in ("sim", "emu", "both"):
+        raise ScenarioError(f"--backend: {backend!r} is not allowed (sim, emu, both)")
     reps = reps or (2 if quick else DEFAULT_REPS)
     duration = 20.0 if quick else 65.0
-    res: dict[str, Any] = {"reps": reps, "duration_s": duration, "table1": {}, "candidates": {}, "one_direction": {}}
+    res: dict[str, Any] = {"reps": reps, "duration_s": duration, "table1": {}, "candidates": {}, "one_direction": {},
+                           "backend": backend}
+    if backend in ("emu", "both"):
+        emu_duration = 12.0 if quick else 35.0
+        res["emu"] = {"reps": reps, "duration_s": emu_duration, "table1": {}}
+        for p in PAPER:
+            for case in CASES:
+                slug = f"emu/{p.lower()}-{case.replace(' ', '-')}"
+                res["emu"]["table1"].setdefault(p, {})[case] = _goodput(
+                    scenario(p, case, duration_s=emu_duration, backend="emu"), reps, seed, 1, out, slug, progress,
+                    backend="emu")
+    if backend == "emu":
+        return res
     for p in PAPER:
         res["one_direction"][p] = _goodput(scenario(p, ONE_DIRECTION, duration_s=duration), reps, seed, workers, out,
                                            f"table1/{p.lower()}-one-direction-delay", progress)
@@ -166,6 +191,8 @@ def failover(*, seed: int = 1) -> dict[str, Any]:
 
 
 def tables(res: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
+    if res.get("backend") == "emu":
+        return [_emu_table(res)]
     t1 = []
     for p, paper in PAPER.items():
         for case, want in zip(CASES, paper):
@@ -189,15 +216,32 @@ def tables(res: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
             row += [mean_pm(res["candidates"][label][p][case], 1) for case in CASES]
         cand.append(row)
     cand_header = ["candidate"] + [f"{p} {case}" for p in ("SCTP", "SCTP-CMT") for case in CASES]
+    emu = [_emu_table(res)] if "emu" in res else []
     return [
         ("Table 1: goodput (Mb/s), netbraid beside the paper", header, t1),
+        *emu,
         ("What headers cost on 100 Mb/s Ethernet (payload / bytes on the wire per packet)",
          ["packet", "payload B", "headers + framing B", "goodput ceiling Mb/s"], wire),
         ("Candidate causes, switched one at a time (goodput, Mb/s)", cand_header, cand),
     ]
 
 
+def _emu_table(res: dict[str, Any]) -> tuple[str, list[str], list[list[str]]]:
+    """Table 1 on the real stacks (Linux TCP, usrsctp) beside sim and the paper."""
+    rows = []
+    for p, paper in PAPER.items():
+        for case, want in zip(CASES, paper):
+            e = res["emu"]["table1"][p][case]
+            sim = res["table1"].get(p, {}).get(case)
+            rows.append([p, case, mean_pm(e, 2), mean_pm(sim, 2) if sim else "–", f"{want:.2f}",
+                         f"{100 * (e['mean'] - want) / want:+.1f} %"])
+    return ("Table 1 on real stacks (emu: Linux TCP, usrsctp = FreeBSD's SCTP), beside sim and the paper",
+            ["protocol", "case", "emu", "sim", "paper", "emu − paper"], rows)
+
+
 def findings(res: dict[str, Any]) -> list[tuple[str, str, str]]:
+    if res.get("backend") == "emu":
+        return []
     t1, cand = res["table1"], res["candidates"]
     tcp, sctp, cmt = (t1[p]["no delay"]["mean"] for p in PAPER)
     msg = cand["1 KB messages"]["SCTP"]["no delay"]["mean"]

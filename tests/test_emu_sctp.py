@@ -1,0 +1,53 @@
+"""SCTP on the emu backend: usrsctp (FreeBSD's SCTP stack in user space)
+through linkemu, against expectations from outside the code: two 50 Mb/s
+paths' capacity less SCTP's 48 bytes of headers per 1500-byte packet, CMT's
+use of both, the primary path's, and nothing left behind."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from netbraid.emu import platform
+
+REASON = platform.unavailable_reason(sctp=True)
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "sctp_cmt.toml"
+PAYLOAD = 1452 / 1500  # a full DATA chunk per packet
+
+
+def emu_run(*overrides: str) -> dict:
+    cmd = ["netbraid", "run", str(EXAMPLE), "--backend", "emu", "--json", "--set", "duration=8s",
+           "--set", "measure.start=3s"]
+    for o in overrides:
+        cmd += ["--set", o]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+@pytest.mark.emu
+@pytest.mark.skipif(REASON is not None, reason=f"emu SCTP unavailable: {REASON}")
+def test_cmt_on_real_stacks_uses_both_paths_and_plain_sctp_the_primary():
+    cmt = emu_run()
+    plain = emu_run("flows.assoc.cmt=false", "flows.assoc.primary=1")
+    g_cmt, g_plain = cmt["flows"][0]["goodput_bps"], plain["flows"][0]["goodput_bps"]
+    assert g_cmt >= 0.85 * 2 * 50e6 * PAYLOAD, g_cmt
+    assert g_plain == pytest.approx(50e6 * PAYLOAD, rel=0.08)
+    assert g_cmt >= 1.7 * g_plain
+    util = {l["name"]: l["utilisation"] for l in plain["links"]}
+    # the primary, path 1, carries it (emu utilisation spans the whole run, set-up included)
+    assert util["client->server#2"] > 0.5 and util["client->server"] < 0.05
+    assert len(cmt["flows"][0]["subflows"]) == 2
+    procs = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "netbraid-sctpgen" not in procs
+
+
+def test_a_missing_program_is_explained(monkeypatch, tmp_path):
+    monkeypatch.setenv("NETBRAID_SCTPGEN", str(tmp_path / "absent"))
+    monkeypatch.setattr(platform, "SCTPGEN_BUILT", tmp_path / "absent")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(platform.EmuUnavailable, match="libusrsctp-dev.*netbraid-sctpgen"):
+        platform.sctpgen()
