@@ -6,6 +6,7 @@ link direction, data and control."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import time
@@ -29,6 +30,16 @@ def compare(cases: dict[str, Callable[[], nb.Scenario]], reps: int) -> dict[str,
                   f"{r['wall_s'] * 1e9 / r['packet_hops']:.1f} ns/hop, goodput {goodput / 1e6:.0f} Mb/s", flush=True)
     compare.runs = runs
     return {c: {k: statistics.median(x[k] for x in v) for k in v[0]} for c, v in runs.items()}
+
+
+def arguments(doc: str) -> argparse.Namespace:
+    """--rate, --duration, --reps and --out, as both scripts take them."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rate", default="1Gbps")
+    ap.add_argument("--duration", default="20s")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--out")
+    return ap.parse_args()
 
 
 def write(path: str | None, **fields) -> None:

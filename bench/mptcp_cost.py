@@ -15,10 +15,8 @@ written as JSON.
 
 from __future__ import annotations
 
-import argparse
-
 import netbraid as nb
-from hop_cost import compare, write
+from hop_cost import arguments, compare, write
 
 
 def scenario(case: str, rate: str, duration: str) -> nb.Scenario:
@@ -35,12 +33,7 @@ def scenario(case: str, rate: str, duration: str) -> nb.Scenario:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rate", default="1Gbps")
-    ap.add_argument("--duration", default="20s")
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--out")
-    a = ap.parse_args()
+    a = arguments(__doc__)
     med = compare({c: (lambda c=c: scenario(c, a.rate, a.duration)) for c in ("tcp", "mptcp")}, a.reps)
     ratio = med["mptcp"]["ns_per_hop"] / med["tcp"]["ns_per_hop"]
     print(f"median ns per packet-hop: tcp {med['tcp']['ns_per_hop']:.1f}, mptcp {med['mptcp']['ns_per_hop']:.1f}; "

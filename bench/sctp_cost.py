@@ -13,10 +13,8 @@ each); medians are printed and, with --out, written as JSON.
 
 from __future__ import annotations
 
-import argparse
-
 import netbraid as nb
-from hop_cost import compare, write
+from hop_cost import arguments, compare, write
 
 
 def scenario(case: str, rate: str, duration: str) -> nb.Scenario:
@@ -37,12 +35,7 @@ def scenario(case: str, rate: str, duration: str) -> nb.Scenario:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rate", default="1Gbps")
-    ap.add_argument("--duration", default="20s")
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--out")
-    a = ap.parse_args()
+    a = arguments(__doc__)
     cases = ("tcp", "sctp", "cmt")
     med = compare({c: (lambda c=c: scenario(c, a.rate, a.duration)) for c in cases}, a.reps)
     ratios = {c: med[c]["ns_per_hop"] / med["tcp"]["ns_per_hop"] for c in ("sctp", "cmt")}

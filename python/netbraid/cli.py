@@ -477,23 +477,8 @@ def _paper_000(module, *, reps, quick, backend, out, seed, workers, quiet) -> No
            if "emu" in results else "")
     head = (f"{results['reps']} replications × {results['duration_s']:g} s per point (goodput from 5 s on){emu} · "
             f"mean ± half-width of the 95 % interval · {wall:.1f} s wall")
-    out_console.print(head)
-    md = ["# paper 000: netbraid", "", head + ".", ""]
-    md += _print_tables(module.tables(results))
-    t = Table(title="The paper's statements and what netbraid (sim) shows")
-    for col in ("where", "paper", "netbraid (sim)"):
-        t.add_column(col)
-    md += ["## The paper's statements", "", "| where | paper | netbraid (sim) |", "|---|---|---|"]
-    for where, text, shown in module.findings(results):
-        t.add_row(where, text, shown)
-        md.append(f"| {where} | {text} | {shown} |")
-    out_console.print(t)
-    (out / "tables.md").write_text("\n".join(md) + "\n")
-    (out / "results.json").write_text(json.dumps(results, default=str))
-    if results.get("backend") != "emu":
-        module.plots(results, out)
-    out_console.print(f"tables.md, results.json{'' if results.get('backend') == 'emu' else ' and figures (table1, failover)'} "
-                      f"in {out}/")
+    _paper_report(module, "000", results, out, head,
+                  None if results.get("backend") == "emu" else "table1, failover")
 
 
 def _paper_002(module, *, reps, quick, out, seed, workers, quiet, background_bps) -> None:
@@ -503,8 +488,14 @@ def _paper_002(module, *, reps, quick, out, seed, workers, quiet, background_bps
     bg = f"on-off UDP cross traffic {format_rate(background_bps)} on average" if background_bps else "no cross traffic"
     head = (f"{results['reps']} replications × {results['duration_s']:g} s transfers per point (goodput over the whole "
             f"transfer, as iperf), {bg} · mean ± half-width of the 95 % interval · {wall:.1f} s wall")
+    _paper_report(module, "002", results, out, head, "fig9-10, placement")
+
+
+def _paper_report(module, number: str, results, out: Path, head: str, figures: str | None) -> None:
+    """Print a paper's tables and its statements beside what netbraid (sim)
+    shows, and write tables.md, results.json and (named) figures to `out`."""
     out_console.print(head)
-    md = ["# paper 002: netbraid", "", head + ".", ""]
+    md = [f"# paper {number}: netbraid", "", head + ".", ""]
     md += _print_tables(module.tables(results))
     t = Table(title="The paper's statements and what netbraid (sim) shows")
     for col in ("where", "paper", "netbraid (sim)"):
@@ -516,8 +507,9 @@ def _paper_002(module, *, reps, quick, out, seed, workers, quiet, background_bps
     out_console.print(t)
     (out / "tables.md").write_text("\n".join(md) + "\n")
     (out / "results.json").write_text(json.dumps(results, default=str))
-    module.plots(results, out)
-    out_console.print(f"tables.md, results.json and figures (fig9-10, placement) in {out}/")
+    if figures:
+        module.plots(results, out)
+    out_console.print(f"tables.md, results.json{f' and figures ({figures})' if figures else ''} in {out}/")
 
 
 def _print_tables(tables: list[tuple[str, list[str], list[list[str]]]]) -> list[str]:

@@ -265,16 +265,48 @@ class IperfFlow:
                 p.wait()
 
 
-class UdpFlow:
-    def __init__(self, spec: dict[str, Any], index: int, topo, workdir: Path, flow_seed: int):
+class _GeneratorPair:
+    """A flow run by one of the project's traffic programs: a receiver in
+    the destination's namespace and a sender in the source's, each writing
+    a JSON report."""
+
+    what = "traffic"
+
+    def __init__(self, spec: dict[str, Any], index: int, topo, workdir: Path):
         self.spec = spec
         self.index = index
         self.port = IPERF_PORT + index
         self.topo = topo
         self.workdir = workdir
-        self.seed = flow_seed
         self.receiver: subprocess.Popen | None = None
         self.sender: subprocess.Popen | None = None
+
+    def _reports(self, timeout: float, prefix: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Wait for both programs; their reports (sender's, receiver's)."""
+        for p, role in ((self.sender, "sender"), (self.receiver, "receiver")):
+            try:
+                p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                raise EmuError(f"flow {self.spec['name']}: the {self.what} {role} did not finish") from None
+            if p.returncode != 0:
+                raise EmuError(f"flow {self.spec['name']}: the {self.what} {role} failed: {p.stderr.read().strip()}")
+        return tuple(json.loads((self.workdir / f"{prefix}-{side}-{self.index}.json").read_text())
+                     for side in ("send", "recv"))
+
+    def stop(self) -> None:
+        for p in (self.sender, self.receiver):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+class UdpFlow(_GeneratorPair):
+    what = "UDP"
+
+    def __init__(self, spec: dict[str, Any], index: int, topo, workdir: Path, flow_seed: int):
+        super().__init__(spec, index, topo, workdir)
+        self.seed = flow_seed
 
     def _cmd(self, role: str, cfg: dict[str, Any]) -> list[str]:
         return [sys.executable, "-m", "netbraid.emu.udpgen", role, json.dumps(cfg)]
@@ -302,16 +334,7 @@ class UdpFlow:
 
     def finish(self, timeout: float, window: tuple[int, int]) -> dict[str, Any]:
         s = self.spec
-        for p, role in ((self.sender, "sender"), (self.receiver, "receiver")):
-            try:
-                p.wait(timeout)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                raise EmuError(f"flow {s['name']}: the UDP {role} did not finish") from None
-            if p.returncode != 0:
-                raise EmuError(f"flow {s['name']}: the UDP {role} failed: {p.stderr.read().strip()}")
-        sent = json.loads((self.workdir / f"udp-send-{self.index}.json").read_text())
-        got = json.loads((self.workdir / f"udp-recv-{self.index}.json").read_text())
+        sent, got = self._reports(timeout, "udp")
         span = (window[1] - window[0]) / 1e9
         hdr = s["header_bytes"]
         lost = max(0, sent["packets_sent"] - got["packets_received"])
@@ -327,27 +350,14 @@ class UdpFlow:
             "arrival_rate_bps": got["arrival_rate_bps"], "reordered": got["reordered"],
         }
 
-    def stop(self) -> None:
-        for p in (self.sender, self.receiver):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait()
 
-
-class SctpFlow:
+class SctpFlow(_GeneratorPair):
     """An SCTP association on usrsctp: `netbraid-sctpgen recv` in the
     destination's namespace on every destination address of the flow's
     paths, `send` in the source's, connecting to them with the primary
     path's first."""
 
-    def __init__(self, spec: dict[str, Any], index: int, topo, workdir: Path):
-        self.spec = spec
-        self.index = index
-        self.port = IPERF_PORT + index
-        self.topo = topo
-        self.workdir = workdir
-        self.receiver: subprocess.Popen | None = None
-        self.sender: subprocess.Popen | None = None
+    what = "SCTP"
 
     def _addresses(self) -> tuple[list[str], list[str]]:
         paths, primary = self.spec["paths"], self.spec["sctp"].get("primary", 0)
@@ -382,16 +392,7 @@ class SctpFlow:
 
     def finish(self, timeout: float, window: tuple[int, int]) -> dict[str, Any]:
         s = self.spec
-        for p, role in ((self.sender, "sender"), (self.receiver, "receiver")):
-            try:
-                p.wait(timeout)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                raise EmuError(f"flow {s['name']}: the SCTP {role} did not finish") from None
-            if p.returncode != 0:
-                raise EmuError(f"flow {s['name']}: the SCTP {role} failed: {p.stderr.read().strip()}")
-        sent = json.loads((self.workdir / f"sctp-send-{self.index}.json").read_text())
-        got = json.loads((self.workdir / f"sctp-recv-{self.index}.json").read_text())
+        sent, got = self._reports(timeout, "sctp")
         span = (window[1] - window[0]) / 1e9
         local, remote = self._addresses()
         subflows = []
@@ -413,12 +414,6 @@ class SctpFlow:
             "congestion_control": "usrsctp-cmt" if s["sctp"].get("cmt") else "usrsctp",
             "subflows": subflows,
         }
-
-    def stop(self) -> None:
-        for p in (self.sender, self.receiver):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait()
 
 
 def whole_seconds(ns: int) -> int:
