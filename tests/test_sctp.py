@@ -101,6 +101,10 @@ def test_sctp_fields_on_other_kinds_are_refused():
         s.add_flow("t", "c", "s", cmt=True)
 
 
-def test_emu_says_sctp_runs_on_sim_only():
-    with pytest.raises(ScenarioError, match=r"flows\[0\].kind: SCTP runs on sim only"):
-        resolve(two_paths(), backend="emu")
+def test_emu_refuses_the_simulators_sctp_settings_by_name():
+    resolve(two_paths(cmt=True, window="1MB", message_size="1KB", sctp={"dac": True, "profile": "freebsd"}),
+            backend="emu")  # what usrsctp takes
+    for flow, says in (({"cmt": True, "rtx_policy": "same"}, r"flows\[0\].rtx_policy: set on sim only"),
+                       ({"sctp": {"sack_freq": 1}}, r"flows\[0\].sctp.sack_freq: set on sim only.*dac")):
+        with pytest.raises(ScenarioError, match=says):
+            resolve(two_paths(**flow), backend="emu")
