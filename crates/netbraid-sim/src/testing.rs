@@ -301,6 +301,23 @@ impl<S: StreamSender, R: StreamReceiver> PathNet<S, R> {
     }
 }
 
+/// A link direction of `rate_bps` and one-way `delay_ns`, a queue of
+/// `packets`, no loss.
+pub fn direction(rate_bps: u64, delay_ns: u64, packets: u32) -> DirectionSpec {
+    DirectionSpec {
+        rate_bps,
+        framing_bytes: 0,
+        down: vec![],
+        delay_ns,
+        queue: QueueSpec {
+            packets: Some(packets),
+            bytes: None,
+            red: None,
+        },
+        loss: LossSpec::None,
+    }
+}
+
 /// client ⇉ server over two direct links (client interfaces 0 and 2,
 /// server 1 and 3), each `rate` with one-way `delay` and `loss` towards the
 /// server, and a 100-packet queue.
@@ -311,16 +328,8 @@ pub fn two_links(
     measure_from: Time,
 ) -> Scenario {
     let dir = |rate_bps, delay_ns, loss: LossSpec| DirectionSpec {
-        rate_bps,
-        framing_bytes: 0,
-        down: vec![],
-        delay_ns,
-        queue: QueueSpec {
-            packets: Some(100),
-            bytes: None,
-            red: None,
-        },
         loss,
+        ..direction(rate_bps, delay_ns, 100)
     };
     Scenario {
         name: "mptcp".into(),

@@ -15,18 +15,7 @@ use crate::trace::counters::TransportCounters;
 use crate::transport::tcp::TcpConfig;
 
 fn direction(rate_bps: u64, delay_ns: u64) -> DirectionSpec {
-    DirectionSpec {
-        rate_bps,
-        framing_bytes: 0,
-        down: vec![],
-        delay_ns,
-        queue: QueueSpec {
-            packets: Some(100),
-            bytes: None,
-            red: None,
-        },
-        loss: LossSpec::None,
-    }
+    crate::testing::direction(rate_bps, delay_ns, 100)
 }
 
 fn scenario(nodes: &[(&str, bool)], links: &[(u32, u32)], flows: Vec<FlowSpec>, duration: Time) -> Scenario {

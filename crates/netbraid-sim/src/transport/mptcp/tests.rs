@@ -310,18 +310,7 @@ fn coupled_subflows_on_one_bottleneck_take_what_one_tcp_takes() {
     // shared with a TCP from a second host: LIA's total ≈ the TCP's (±20 %).
     // Uncoupled Reno subflows, for contrast, take about twice the TCP's.
     // (minRTT: the out-of-tree kernel's scheduler, which LIA ran with.)
-    let dir = |rate_bps, delay_ns| DirectionSpec {
-        rate_bps,
-        framing_bytes: 0,
-        down: vec![],
-        delay_ns,
-        queue: QueueSpec {
-            packets: Some(50),
-            bytes: None,
-            red: None,
-        },
-        loss: LossSpec::None,
-    };
+    let dir = |rate_bps, delay_ns| crate::testing::direction(rate_bps, delay_ns, 50);
     let link = |a, b, rate, delay| LinkSpec {
         a,
         b,
