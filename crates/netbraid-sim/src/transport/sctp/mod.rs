@@ -166,9 +166,10 @@ impl Default for SctpConfig {
 }
 
 impl SctpConfig {
-    /// User data bytes a full DATA chunk carries (1452 at MTU 1500).
+    /// User data bytes a full DATA chunk carries (1452 at MTU 1500): what
+    /// fits with the chunk padded to 4 bytes.
     pub fn max_data(&self) -> u32 {
-        self.mtu - IP_HEADER - SCTP_COMMON_HEADER - SCTP_DATA_HEADER
+        ((self.mtu - IP_HEADER - SCTP_COMMON_HEADER) & !3) - SCTP_DATA_HEADER
     }
 
     /// The initial cwnd: as set, else RFC 9260 §7.2.1's.

@@ -31,6 +31,8 @@ pub struct SctpReceiver {
     packets_since_sack: u32,
     duplicates: Vec<u32>,
     sack_deadline: Option<Time>,
+    /// A chunk of this packet was refused for want of room: SACK at once (§6.2).
+    refused: bool,
     /// The path the latest DATA arrived on: SACKs go back that way.
     reply_path: u8,
     /// Per path, what arrived on it (read_bytes: its first arrivals).
@@ -54,6 +56,7 @@ impl SctpReceiver {
             packets_since_sack: 0,
             duplicates: Vec::new(),
             sack_deadline: None,
+            refused: false,
             reply_path: 0,
             stats: vec![TransportCounters::default(); paths.max(1)],
             total: TransportCounters::default(),
@@ -84,6 +87,7 @@ impl SctpReceiver {
         // §6.2: without room, drop chunks above the highest received; one
         // that fills a hole below it is taken.
         if self.a_rwnd() < len as u64 && tsn > self.highest {
+            self.refused = true;
             return false;
         }
         self.stats[path].read_bytes += len as u64;
@@ -141,7 +145,8 @@ impl SctpReceiver {
         // §6.7: at once on a duplicate, or while (or just as) a gap exists —
         // unless DAC keeps the SACK delayed; else every sack_freq-th packet
         // or after sack_delay.
-        let immediate = self.duplicates.len() > dups_before
+        let immediate = std::mem::take(&mut self.refused)
+            || self.duplicates.len() > dups_before
             || (!self.delays_despite_gaps() && (gaps_now || had_gaps))
             || self.packets_since_sack >= self.cfg.sack_freq;
         if immediate {

@@ -634,6 +634,7 @@ impl SctpSender {
         let dest = &mut self.dests[d];
         dest.errors = 0;
         dest.active = true;
+        dest.heartbeat_out = None;
         self.assoc_errors = 0;
     }
 
@@ -777,17 +778,20 @@ impl SctpSender {
                 continue;
             }
             let d = c.dest as usize;
+            // DAC: a SACK for two packets, all newly acked on one path,
+            // counts twice for a chunk below everything it newly acks.
+            let dac_twice = self.cfg.cmt && self.cfg.dac && dac_packets >= 2 && !mixed && tsn < lowest_new;
             let strikes = if self.cfg.cmt && self.cfg.sfr {
                 let dest = &self.dests[d];
                 if !dest.saw_newack || tsn >= dest.highest_newack {
                     0
-                } else if self.cfg.dac && dac_packets >= 2 && !mixed && tsn < lowest_new {
+                } else if dac_twice {
                     2
                 } else {
                     1
                 }
             } else if tsn < htna || (!self.cfg.cmt && in_recovery && cum_advanced) {
-                1
+                1 + dac_twice as u32
             } else {
                 0
             };
@@ -839,8 +843,8 @@ impl SctpSender {
             if entering & (1 << d) == 0 {
                 continue;
             }
-            self.dests[d].stats.fast_retransmits += 1;
             if self.dests[d].fast_recovery.is_none() {
+                self.dests[d].stats.fast_retransmits += 1;
                 let cwnd = self.dests[d].cwnd;
                 let ssthresh = (cwnd / 2).max(self.cfg.fr_min_mtus as u64 * mtu);
                 self.dests[d].ssthresh = ssthresh;
@@ -892,12 +896,19 @@ impl SctpSender {
         if self.dests[d].oldest == Some(tsn) {
             self.dests[d].oldest_acked = true;
         }
+        // Any newly acknowledged data shows the peer is there (§8.1).
+        self.assoc_errors = 0;
         if c.state == State::Marked {
             // Arrived after all (before a timeout marked it): it leaves
             // the retransmission queue, but it was not in flight, so it
-            // grows no window and says nothing about its path now.
+            // grows no window and says nothing about its path now; if it
+            // was the chunk being timed, the next one sent is.
             self.marked.remove(&tsn);
-            self.dests[d].marked -= 1;
+            let dest = &mut self.dests[d];
+            dest.marked -= 1;
+            if dest.timing.is_some_and(|(t, _)| t == tsn) {
+                dest.timing = None;
+            }
             return;
         }
         let dest = &mut self.dests[d];

@@ -229,6 +229,49 @@ fn one_loss_halves_the_window_and_is_retransmitted_once() {
     assert!(n.tx.report().completed_at.is_some());
 }
 
+/// Two chunks lost in one window: one fast-recovery entry (the window is
+/// halved once, RFC 4960 §7.2.4: "no further cwnd cuts during fast
+/// recovery"), two retransmissions, no timeout; the transfer completes.
+#[test]
+fn two_losses_in_one_window_are_one_fast_recovery() {
+    let mut n = net(big(8 << 20), vec![10 * MILLISECOND], vec![100 * MBPS]);
+    let mut lost = vec![300u32, 310];
+    n.drop = Box::new(move |_, to_rx, _, t| {
+        let hit = to_rx && tsns(t).iter().any(|x| lost.contains(x));
+        if hit {
+            lost.retain(|x| !tsns(t).contains(x));
+        }
+        hit
+    });
+    let bytes = 4_000 * 1452;
+    n.start(Some(bytes));
+    n.run(5 * SECOND);
+    let c = sender_counters(&mut n);
+    assert_eq!((c.retransmits, c.fast_retransmits, c.timeouts), (2, 1, 0));
+    assert_eq!(n.rx.snapshot(n.now, Scope::All).counters.read_bytes, bytes);
+}
+
+/// At an MTU that is not a multiple of 4, a full chunk still fits once
+/// padded (MTU 1499: 1448 bytes of data, a 1496-byte packet).
+#[test]
+fn a_full_chunk_fits_an_odd_mtu() {
+    let cfg = SctpConfig {
+        mtu: 1499,
+        ..SctpConfig::default()
+    };
+    assert_eq!(cfg.max_data(), 1448);
+    let mut n = net(cfg, vec![MILLISECOND], vec![10 * MBPS]);
+    let biggest = std::rc::Rc::new(std::cell::Cell::new(0u32));
+    let seen = biggest.clone();
+    n.drop = Box::new(move |_, _, _, t| {
+        seen.set(seen.get().max(t.size));
+        false
+    });
+    n.start(Some(100_000));
+    n.run(SECOND);
+    assert_eq!(biggest.get(), 1496);
+}
+
 // ---- path failure ---------------------------------------------------------
 
 /// §6: with the primary cut during a bulk transfer, it is declared inactive
