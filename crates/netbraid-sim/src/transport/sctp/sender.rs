@@ -82,8 +82,10 @@ struct Dest {
     fast_recovery: Option<u32>,
     highest_sent: u32,
     next_heartbeat: Option<Time>,
-    /// When the heartbeat still unanswered was sent.
+    /// When the heartbeat still unanswered was sent, and when it counts
+    /// as lost (one RTO later).
     heartbeat_out: Option<Time>,
+    heartbeat_deadline: Option<Time>,
     /// Chunks sent to it and chunks marked lost on it (RTX-LOSSRATE).
     sent_chunks: u64,
     lost_chunks: u64,
@@ -178,6 +180,7 @@ impl SctpSender {
                 highest_sent: 0,
                 next_heartbeat: None,
                 heartbeat_out: None,
+                heartbeat_deadline: None,
                 sent_chunks: 0,
                 lost_chunks: 0,
                 stats: TransportCounters::default(),
@@ -602,12 +605,9 @@ impl SctpSender {
     }
 
     fn send_heartbeat(&mut self, d: usize, now: Time, out: &mut Outbox) {
-        if self.dests[d].heartbeat_out.is_some() {
-            // the last one went unanswered
-            self.dests[d].rtt.back_off();
-            self.count_error(d);
-        }
-        self.dests[d].heartbeat_out = Some(now);
+        let dest = &mut self.dests[d];
+        dest.heartbeat_out = Some(now);
+        dest.heartbeat_deadline = Some(now + dest.rtt.rto());
         self.dests[d].next_heartbeat = None;
         let heartbeat = SctpChunk::Heartbeat {
             dest: d as u8,
@@ -635,6 +635,7 @@ impl SctpSender {
         dest.errors = 0;
         dest.active = true;
         dest.heartbeat_out = None;
+        dest.heartbeat_deadline = None;
         self.assoc_errors = 0;
     }
 
@@ -1021,9 +1022,12 @@ impl StreamSender for SctpSender {
                 }
                 SctpChunk::HeartbeatAck { dest, sent_at } => {
                     let d = dest as usize;
-                    if d < self.dests.len() && self.dests[d].heartbeat_out == Some(sent_at) {
-                        self.dests[d].heartbeat_out = None;
-                        self.dests[d].rtt.on_sample(now - sent_at);
+                    if d < self.dests.len() {
+                        // a late answer still shows the path works; only
+                        // the one awaited gives an RTT sample
+                        if self.dests[d].heartbeat_out == Some(sent_at) {
+                            self.dests[d].rtt.on_sample(now - sent_at);
+                        }
                         self.heard_from(d);
                     }
                 }
@@ -1045,6 +1049,14 @@ impl StreamSender for SctpSender {
             }
         }
         for d in 0..self.dests.len() {
+            // §8.3: a heartbeat not answered within an RTO is an error
+            if self.dests[d].heartbeat_deadline.is_some_and(|t| t <= now) {
+                let dest = &mut self.dests[d];
+                dest.heartbeat_out = None;
+                dest.heartbeat_deadline = None;
+                dest.rtt.back_off();
+                self.count_error(d);
+            }
             if self.dests[d].next_heartbeat.is_some_and(|t| t <= now) {
                 self.send_heartbeat(d, now, out);
             }
@@ -1058,7 +1070,7 @@ impl StreamSender for SctpSender {
         }
         let mut next: Option<Time> = None;
         for d in &self.dests {
-            next = earliest(earliest(next, d.t3), d.next_heartbeat);
+            next = earliest(earliest(earliest(next, d.t3), d.next_heartbeat), d.heartbeat_deadline);
         }
         next
     }

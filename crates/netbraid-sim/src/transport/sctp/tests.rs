@@ -327,6 +327,34 @@ fn a_dead_primary_fails_over_at_the_rfc_time_and_back() {
     assert!(!n.tx.aborted());
 }
 
+/// §8.3: an idle path that does not answer is declared inactive at its
+/// Path.Max.Retrans + 1 = 6th unanswered heartbeat, each counted lost one
+/// RTO after it was sent (the RTO doubling from RTO.Initial = 1 s). Each
+/// heartbeat is sent HB.interval + RTO·U(0.5, 1.5) after the previous one
+/// with the RTO of that moment (1, 1, 2, 4, 8, 16 s: the previous one is
+/// not yet lost), and the 6th is lost 32 s after it left: 6·30 + U·32 + 32,
+/// between 228 and 260 s. The busy primary carries on, and the association
+/// does not abort.
+#[test]
+fn an_idle_dead_path_is_found_by_its_heartbeats() {
+    let mut n = net(big(1 << 20), vec![5 * MILLISECOND; 2], vec![10 * MBPS; 2]);
+    n.drop = Box::new(|path, _, _, _| path == 1);
+    n.start(None);
+    let mut failed_at = None;
+    while n.now < 400 * SECOND {
+        let t = n.now + 100 * MILLISECOND;
+        n.run(t);
+        if !n.tx.is_active(1) {
+            failed_at = Some(n.now);
+            break;
+        }
+    }
+    let t = failed_at.expect("path 1 is declared inactive") as f64 / 1e9;
+    assert!((228.0..=260.1).contains(&t), "inactive at {t} s");
+    assert!(n.tx.is_active(0) && !n.tx.aborted());
+    assert_eq!(n.tx.data_destination(), 0);
+}
+
 // ---- CMT --------------------------------------------------------------------
 
 /// §7: two equal disjoint paths with a large buffer: CMT carries about twice
