@@ -232,51 +232,13 @@ impl SctpSender {
     pub fn ssthresh(&self, d: usize) -> u64 {
         self.dests[d].ssthresh
     }
-    /// Destination `d`'s consecutive errors.
-    pub fn error_count(&self, d: usize) -> u32 {
-        self.dests[d].errors
-    }
     pub fn is_active(&self, d: usize) -> bool {
         self.dests[d].active
-    }
-    pub fn rto(&self, d: usize) -> Time {
-        self.dests[d].rtt.rto()
     }
     /// The association gave up (Association.Max.Retrans exceeded).
     pub fn aborted(&self) -> bool {
         self.aborted
     }
-    /// A one-line account of the sender's state (for debugging).
-    pub fn debug_state(&self) -> String {
-        let dests: Vec<String> = self
-            .dests
-            .iter()
-            .map(|d| {
-                format!(
-                    "cwnd {} ssth {} flight {}/{} t3 {:?} fr {:?} act {} err {}",
-                    d.cwnd, d.ssthresh, d.flight, d.flight_chunks, d.t3, d.fast_recovery, d.active, d.errors
-                )
-            })
-            .collect();
-        let states = self.chunks.iter().fold([0; 3], |mut n, c| {
-            n[c.state as usize] += 1;
-            n
-        });
-        format!(
-            "front {} next {} marked {} chunks {} states {:?} rwnd {} buffered {} unchunked {} to_write {:?} | {}",
-            self.front_tsn,
-            self.next_tsn,
-            self.marked.len(),
-            self.chunks.len(),
-            states,
-            self.peer_rwnd,
-            self.buffered,
-            self.unchunked,
-            self.to_write,
-            dests.join(" | ")
-        )
-    }
-
     /// Where plain SCTP sends new data: the primary while it is active, else
     /// the first active alternate.
     pub fn data_destination(&self) -> usize {
@@ -990,7 +952,6 @@ impl StreamSender for SctpSender {
             (Some(a), Some(b)) => Some(a + b),
             _ => None,
         };
-        self.fill();
         self.transmit(now, out);
     }
 
@@ -1034,7 +995,6 @@ impl StreamSender for SctpSender {
                 SctpChunk::Data { .. } | SctpChunk::Heartbeat { .. } => {}
             }
         }
-        self.fill();
         self.transmit(now, out);
         self.check_complete(now);
     }
