@@ -149,10 +149,10 @@ pub struct UdpDatagram {
     pub len: u32,
 }
 
-/// An SCTP packet. The common packet — one DATA chunk, or a SACK without
-/// gap blocks or duplicates — carries its chunk here, in the body; any
-/// other travels in the packet's extension (`Ext::Sctp`), which costs an
-/// allocation per packet.
+/// An SCTP packet. The common packet — one DATA chunk, or a SACK with at
+/// most `SCTP_INLINE_GAPS` gap blocks and no duplicates — carries its chunk
+/// here, in the body; any other travels in the packet's extension
+/// (`Ext::Sctp`), which costs an allocation per packet.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SctpPacket {
     /// User data bytes in its DATA chunks.
@@ -160,11 +160,25 @@ pub struct SctpPacket {
     pub inline: Option<SctpInline>,
 }
 
+/// Gap-ack blocks a SACK can carry in the packet body (CMT's SACKs mostly
+/// report one or two: the other path's data in flight).
+pub const SCTP_INLINE_GAPS: usize = 4;
+
 /// The one chunk of a common SCTP packet (see `SctpPacket`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SctpInline {
-    Data { tsn: u32, len: u32 },
-    Sack { cum_tsn: u32, a_rwnd: u32, dac_packets: u8 },
+    Data {
+        tsn: u32,
+        len: u32,
+    },
+    /// A SACK: its first `gap_count` blocks (offsets from cum_tsn, inclusive).
+    Sack {
+        cum_tsn: u32,
+        a_rwnd: u32,
+        dac_packets: u8,
+        gap_count: u8,
+        gaps: [(u16, u16); SCTP_INLINE_GAPS],
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -41,7 +41,7 @@ use crate::engine::time::{MILLISECOND, SECOND};
 use crate::engine::Time;
 use crate::error::SimError;
 use crate::net::ext::{Ext, SctpChunk, SctpChunks, SCTP_COMMON_HEADER, SCTP_DATA_HEADER};
-use crate::net::packet::{Body, SctpInline, SctpPacket};
+use crate::net::packet::{Body, SctpInline, SctpPacket, SCTP_INLINE_GAPS};
 use serde::{Deserialize, Serialize};
 
 /// IPv4 header bytes in front of every SCTP packet.
@@ -258,6 +258,19 @@ mod tests;
 /// a SACK without blocks) in the packet body, any other with an extension.
 /// Returns its size on the wire.
 pub(crate) fn send_chunks(path: u8, chunks: SctpChunks, out: &mut Outbox) -> u32 {
+    match chunks.as_slice() {
+        [SctpChunk::Data { tsn, len }] => return send_data(path, &[(*tsn, *len)], out),
+        [SctpChunk::Sack {
+            cum_tsn,
+            a_rwnd,
+            gaps,
+            duplicates,
+            dac_packets,
+        }] if gaps.len() <= SCTP_INLINE_GAPS && duplicates.is_empty() => {
+            return send_sack(path, *cum_tsn, *a_rwnd, gaps, *dac_packets, out)
+        }
+        _ => {}
+    }
     let user_bytes = chunks
         .iter()
         .map(|c| match c {
@@ -266,22 +279,63 @@ pub(crate) fn send_chunks(path: u8, chunks: SctpChunks, out: &mut Outbox) -> u32
         })
         .sum();
     let size = IP_HEADER + SCTP_COMMON_HEADER + chunks.iter().map(SctpChunk::wire_bytes).sum::<u32>();
-    let inline = match chunks.as_slice() {
-        [SctpChunk::Data { tsn, len }] => Some(SctpInline::Data { tsn: *tsn, len: *len }),
-        [SctpChunk::Sack {
-            cum_tsn,
-            a_rwnd,
-            gaps,
-            duplicates,
-            dac_packets,
-        }] if gaps.is_empty() && duplicates.is_empty() => Some(SctpInline::Sack {
-            cum_tsn: *cum_tsn,
-            a_rwnd: *a_rwnd,
-            dac_packets: *dac_packets,
-        }),
-        _ => None,
+    push(path, size, user_bytes, None, Some(Box::new(Ext::Sctp(chunks))), out)
+}
+
+/// Send a packet of DATA chunks (TSN, length): one travels in the packet
+/// body, more with an extension (the sender's path: no chunk list is built
+/// for the common packet). Returns its size on the wire.
+pub(crate) fn send_data(path: u8, data: &[(u32, u32)], out: &mut Outbox) -> u32 {
+    if let [(tsn, len)] = *data {
+        let inline = SctpInline::Data { tsn, len };
+        return push(path, inline_size(inline), len, Some(inline), None, out);
+    }
+    send_chunks(
+        path,
+        data.iter().map(|&(tsn, len)| SctpChunk::Data { tsn, len }).collect(),
+        out,
+    )
+}
+
+/// Send a SACK without duplicates and with at most `SCTP_INLINE_GAPS` gap
+/// blocks (in the packet body).
+pub(crate) fn send_sack(
+    path: u8,
+    cum_tsn: u32,
+    a_rwnd: u32,
+    gaps: &[(u16, u16)],
+    dac_packets: u8,
+    out: &mut Outbox,
+) -> u32 {
+    let mut blocks = [(0, 0); SCTP_INLINE_GAPS];
+    blocks[..gaps.len()].copy_from_slice(gaps);
+    let inline = SctpInline::Sack {
+        cum_tsn,
+        a_rwnd,
+        dac_packets,
+        gap_count: gaps.len() as u8,
+        gaps: blocks,
     };
-    let ext = inline.is_none().then(|| Box::new(Ext::Sctp(chunks)));
+    push(path, inline_size(inline), 0, Some(inline), None, out)
+}
+
+/// Wire size of a packet holding just this chunk.
+fn inline_size(c: SctpInline) -> u32 {
+    let chunk = match c {
+        SctpInline::Data { len, .. } => (SCTP_DATA_HEADER + len).div_ceil(4) * 4,
+        SctpInline::Sack { gap_count, .. } => 16 + 4 * gap_count as u32,
+    };
+    IP_HEADER + SCTP_COMMON_HEADER + chunk
+}
+
+fn push(
+    path: u8,
+    size: u32,
+    user_bytes: u32,
+    inline: Option<SctpInline>,
+    ext: Option<Box<Ext>>,
+    out: &mut Outbox,
+) -> u32 {
     out.push(Transmit {
         path,
         body: Body::Sctp(SctpPacket { user_bytes, inline }),
@@ -290,6 +344,14 @@ pub(crate) fn send_chunks(path: u8, chunks: SctpChunks, out: &mut Outbox) -> u32
         ext,
     });
     size
+}
+
+/// The one chunk of a common packet (no extension), if it is one.
+pub(crate) fn inline_chunk(rx: &Received<'_>) -> Option<SctpInline> {
+    match (&rx.ext, rx.packet.body) {
+        (None, Body::Sctp(SctpPacket { inline, .. })) => inline,
+        _ => None,
+    }
 }
 
 /// The chunks of an arriving SCTP packet, wherever they travelled.
@@ -312,10 +374,12 @@ impl Incoming {
                 cum_tsn,
                 a_rwnd,
                 dac_packets,
+                gap_count,
+                gaps,
             } => SctpChunk::Sack {
                 cum_tsn,
                 a_rwnd,
-                gaps: Vec::new(),
+                gaps: gaps[..gap_count as usize].to_vec(),
                 duplicates: Vec::new(),
                 dac_packets,
             },

@@ -4,10 +4,11 @@
 
 use std::collections::VecDeque;
 
-use super::{send_chunks, Incoming, SctpConfig, IP_HEADER};
+use super::{inline_chunk, send_chunks, send_sack, Incoming, SctpConfig, IP_HEADER};
 use crate::endpoint::{Outbox, Received, Scope, Snapshot};
 use crate::engine::Time;
 use crate::net::ext::{SctpChunk, SCTP_COMMON_HEADER};
+use crate::net::packet::{SctpInline, SCTP_INLINE_GAPS};
 use crate::trace::counters::TransportCounters;
 use crate::transport::tcp::RangeSet;
 use crate::transport::StreamReceiver;
@@ -106,7 +107,9 @@ impl SctpReceiver {
                 self.held_bytes -= l as u64;
                 self.held_chunks -= 1;
             }
-            self.gaps.prune_below(self.cum as u64 + 1);
+            if !self.gaps.is_empty() {
+                self.gaps.prune_below(self.cum as u64 + 1);
+            }
             self.readable += delivered;
             self.total.delivered_bytes += delivered;
         } else {
@@ -158,8 +161,27 @@ impl SctpReceiver {
 
     fn send_sack(&mut self, out: &mut Outbox) {
         let base = self.cum as u64;
+        let a_rwnd = self.a_rwnd().min(u32::MAX as u64) as u32;
+        let dac_packets = self.packets_since_sack.clamp(1, 2) as u8;
+        self.packets_since_sack = 0;
+        self.sack_deadline = None;
+        let path = self.reply_path as usize;
+        self.stats[path].acks_sent += 1;
+        self.total.acks_sent += 1;
         // Gap blocks and duplicates while they fit in one packet.
         let room = (self.cfg.mtu - IP_HEADER - SCTP_COMMON_HEADER - 16) / 4;
+        let blocks = self.gaps.ranges();
+        if self.duplicates.is_empty() && blocks.len() <= SCTP_INLINE_GAPS.min(room as usize) {
+            // the common SACK: few blocks, all within 16-bit offsets, in the packet body
+            let mut gaps = [(0, 0); SCTP_INLINE_GAPS];
+            let mut k = 0;
+            for &(s, e) in blocks.iter().filter(|&&(_, e)| e - 1 - base <= u16::MAX as u64) {
+                gaps[k] = ((s - base) as u16, (e - 1 - base) as u16);
+                k += 1;
+            }
+            send_sack(self.reply_path, self.cum, a_rwnd, &gaps[..k], dac_packets, out);
+            return;
+        }
         let dups: Vec<u32> = self.duplicates.drain(..).take(room as usize / 2).collect();
         let gaps: Vec<(u16, u16)> = self
             .gaps
@@ -171,16 +193,11 @@ impl SctpReceiver {
             .collect();
         let sack = SctpChunk::Sack {
             cum_tsn: self.cum,
-            a_rwnd: self.a_rwnd().min(u32::MAX as u64) as u32,
+            a_rwnd,
             gaps,
             duplicates: dups,
-            dac_packets: self.packets_since_sack.clamp(1, 2) as u8,
+            dac_packets,
         };
-        self.packets_since_sack = 0;
-        self.sack_deadline = None;
-        let path = self.reply_path as usize;
-        self.stats[path].acks_sent += 1;
-        self.total.acks_sent += 1;
         send_chunks(self.reply_path, smallvec::smallvec![sack], out);
     }
 }
@@ -189,6 +206,13 @@ impl StreamReceiver for SctpReceiver {
     fn on_packet(&mut self, now: Time, rx: Received<'_>, out: &mut Outbox) {
         let path = (rx.packet.path as usize).min(self.stats.len() - 1);
         let size = rx.packet.size;
+        // the common packet, one DATA chunk, needs no chunk list
+        if let Some(SctpInline::Data { tsn, len }) = inline_chunk(&rx) {
+            let before = self.begin_data(path, size);
+            self.accept(tsn, len, path);
+            self.end_data(now, path, before, out);
+            return;
+        }
         let Some(incoming) = Incoming::new(rx) else { return };
         let chunks = incoming.chunks();
         let data = chunks.iter().any(|c| matches!(c, SctpChunk::Data { .. }));
@@ -199,7 +223,11 @@ impl StreamReceiver for SctpReceiver {
                     self.accept(tsn, len, path);
                 }
                 SctpChunk::Heartbeat { dest, sent_at } => {
-                    send_chunks(path as u8, smallvec::smallvec![SctpChunk::HeartbeatAck { dest, sent_at }], out);
+                    send_chunks(
+                        path as u8,
+                        smallvec::smallvec![SctpChunk::HeartbeatAck { dest, sent_at }],
+                        out,
+                    );
                 }
                 SctpChunk::Sack { .. } | SctpChunk::HeartbeatAck { .. } => {}
             }

@@ -6,15 +6,19 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
-use super::{send_chunks, Incoming, RtxPolicy, SctpConfig, IP_HEADER};
+use super::{inline_chunk, send_chunks, send_data, Incoming, RtxPolicy, SctpConfig, IP_HEADER};
 use crate::endpoint::{Outbox, Received, Report, Scope, SenderState, Snapshot};
 use crate::engine::time::earliest;
 use crate::engine::{RandomStream, Time};
-use crate::net::ext::{SctpChunk, SctpChunks, SCTP_COMMON_HEADER, SCTP_DATA_HEADER};
+use crate::net::ext::{SctpChunk, SCTP_COMMON_HEADER, SCTP_DATA_HEADER};
+use crate::net::packet::SctpInline;
 use crate::trace::counters::TransportCounters;
 use crate::transport::tcp::{RangeSet, RttEstimator};
-use smallvec::SmallVec;
 use crate::transport::StreamSender;
+use smallvec::SmallVec;
+
+/// The DATA chunks (TSN, length) of one packet being put together.
+type DataChunks = SmallVec<[(u32, u32); 4]>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -62,6 +66,10 @@ impl Default for NewlyAcked {
 }
 
 /// One destination (one path): its congestion window, timers and state.
+/// (Fields in this order — `repr(C)` — so that what every SACK and send
+/// reads shares a few cache lines; the counters and the heartbeat state
+/// come last.)
+#[repr(C)]
 struct Dest {
     cwnd: u64,
     ssthresh: u64,
@@ -70,17 +78,43 @@ struct Dest {
     /// Data bytes and chunks in flight to it.
     flight: u64,
     flight_chunks: u64,
-    rtt: RttEstimator,
-    /// The chunk timed for an RTT sample (one per round trip) and when it left.
-    timing: Option<(u32, Time)>,
+    /// Chunks last sent to it now marked for retransmission.
+    marked: u64,
     /// T3-rtx deadline.
     t3: Option<Time>,
-    /// Consecutive errors (T3 expiries, unanswered heartbeats).
-    errors: u32,
-    active: bool,
+    /// The chunk timed for an RTT sample (one per round trip) and when it left.
+    timing: Option<(u32, Time)>,
     /// In fast recovery until this TSN is acknowledged.
     fast_recovery: Option<u32>,
     highest_sent: u32,
+    /// No chunk below these TSNs is in flight to it / outstanding on it
+    /// (where the searches for its oldest start: sending to it lowers them).
+    in_flight_from: u32,
+    outstanding_from: u32,
+    /// Packets sent to it in this round of sending (Max.Burst).
+    burst: u32,
+    active: bool,
+    // ---- per SACK
+    /// This SACK newly acks a chunk sent to it, and the highest such (SFR).
+    saw_newack: bool,
+    new_pseudo_cumack: bool,
+    oldest_acked: bool,
+    highest_newack: u32,
+    /// Bytes newly acknowledged on it by this SACK.
+    net_ack: u64,
+    /// Its flight before this SACK ("cwnd fully used").
+    flight_before: u64,
+    /// Its oldest outstanding TSN before this SACK (CUC), and whether this
+    /// SACK acknowledged it (`new_pseudo_cumack`).
+    pseudo_cumack: Option<u32>,
+    /// Its oldest outstanding TSN before this SACK, marked chunks included
+    /// (§6.3.2 R3's "earliest outstanding"), and whether this SACK acked it
+    /// (`oldest_acked`).
+    oldest: Option<u32>,
+    // ---- less often
+    rtt: RttEstimator,
+    /// Consecutive errors (T3 expiries, unanswered heartbeats).
+    errors: u32,
     next_heartbeat: Option<Time>,
     /// When the heartbeat still unanswered was sent, and when it counts
     /// as lost (one RTO later).
@@ -89,30 +123,8 @@ struct Dest {
     /// Chunks sent to it and chunks marked lost on it (RTX-LOSSRATE).
     sent_chunks: u64,
     lost_chunks: u64,
-    stats: TransportCounters,
     cwnd_clock: Time,
-    // ---- per SACK
-    /// Bytes newly acknowledged on it by this SACK.
-    net_ack: u64,
-    /// This SACK newly acks a chunk sent to it, and the highest such (SFR).
-    saw_newack: bool,
-    highest_newack: u32,
-    /// Its oldest outstanding TSN before this SACK (CUC), and whether this
-    /// SACK acknowledged it.
-    pseudo_cumack: Option<u32>,
-    new_pseudo_cumack: bool,
-    /// Its oldest outstanding TSN before this SACK, marked chunks included
-    /// (§6.3.2 R3's "earliest outstanding"), and whether this SACK acked it.
-    oldest: Option<u32>,
-    oldest_acked: bool,
-    /// Chunks last sent to it now marked for retransmission.
-    marked: u64,
-    /// No chunk below these TSNs is in flight to it / outstanding on it
-    /// (where the searches for its oldest start: sending to it lowers them).
-    in_flight_from: u32,
-    outstanding_from: u32,
-    /// Its flight before this SACK ("cwnd fully used").
-    flight_before: u64,
+    stats: TransportCounters,
 }
 
 impl Dest {
@@ -196,6 +208,7 @@ impl SctpSender {
                 in_flight_from: 0,
                 outstanding_from: 0,
                 flight_before: 0,
+                burst: 0,
             })
             .collect();
         Self {
@@ -371,9 +384,9 @@ impl SctpSender {
         }
     }
 
-    fn emit(&mut self, d: usize, chunks: SctpChunks, user_bytes: u32, out: &mut Outbox) {
-        debug_assert!(!chunks.is_empty());
-        send_chunks(d as u8, chunks, out);
+    fn emit(&mut self, d: usize, data: &[(u32, u32)], user_bytes: u32, out: &mut Outbox) {
+        debug_assert!(!data.is_empty());
+        send_data(d as u8, data, out);
         let stats = &mut self.dests[d].stats;
         stats.packets_sent += 1;
         stats.bytes_sent += user_bytes as u64;
@@ -383,7 +396,7 @@ impl SctpSender {
     /// bundled up to the MTU (chunks marked for elsewhere are skipped).
     fn send_marked_packet(&mut self, first: u32, d: usize, now: Time, out: &mut Outbox) {
         let mut size = IP_HEADER + SCTP_COMMON_HEADER;
-        let mut chunks = SctpChunks::new();
+        let mut chunks = DataChunks::new();
         let mut user = 0;
         let candidates: Vec<u32> = self.marked.range(first..).copied().collect();
         for tsn in candidates {
@@ -397,12 +410,12 @@ impl SctpSender {
             }
             size += bytes;
             user += c.len;
-            chunks.push(SctpChunk::Data { tsn, len: c.len });
+            chunks.push((tsn, c.len));
             self.marked.remove(&tsn);
             self.on_chunk_sent(tsn, d, now);
         }
         if !chunks.is_empty() {
-            self.emit(d, chunks, user, out);
+            self.emit(d, &chunks, user, out);
         }
     }
 
@@ -412,7 +425,7 @@ impl SctpSender {
     fn send_new_packet(&mut self, d: usize, now: Time, out: &mut Outbox) -> bool {
         let overhead = self.cfg.sender_chunk_overhead as u64;
         let mut size = IP_HEADER + SCTP_COMMON_HEADER;
-        let mut chunks = SctpChunks::new();
+        let mut chunks = DataChunks::new();
         let mut user = 0;
         loop {
             if self.unchunked < self.max_data as u64 {
@@ -429,16 +442,16 @@ impl SctpSender {
             // Nagle (on by default in SCTP stacks): a chunk cut short because
             // the application has not written the rest yet waits while data
             // is in flight and more is coming.
-            let in_flight = !chunks.is_empty() || self.total_flight().0 > 0;
-            if (len as u64) < natural && !self.done_writing() && (in_flight || !chunks.is_empty()) {
+            let in_flight = |me: &Self| !chunks.is_empty() || me.total_flight().0 > 0;
+            if (len as u64) < natural && !self.done_writing() && in_flight(self) {
                 break;
             }
             let bytes = (SCTP_DATA_HEADER + len).div_ceil(4) * 4;
             if size + bytes > self.cfg.mtu && !chunks.is_empty() {
                 break;
             }
-            let probe = !in_flight && chunks.is_empty();
-            if self.peer_rwnd < len as u64 + overhead && !probe {
+            // without room in the peer's window, only the zero-window probe
+            if self.peer_rwnd < len as u64 + overhead && in_flight(self) {
                 break;
             }
             let tsn = self.next_tsn;
@@ -456,13 +469,13 @@ impl SctpSender {
             });
             size += bytes;
             user += len;
-            chunks.push(SctpChunk::Data { tsn, len });
+            chunks.push((tsn, len));
             self.on_chunk_sent(tsn, d, now);
         }
         if chunks.is_empty() {
             return false;
         }
-        self.emit(d, chunks, user, out);
+        self.emit(d, &chunks, user, out);
         true
     }
 
@@ -479,38 +492,45 @@ impl SctpSender {
             }
         }
         let n = self.dests.len();
-        let mut bursts = [0u32; 64]; // paths ≤ 64 (SctpConfig::validate)
+        for dest in &mut self.dests {
+            dest.burst = 0;
+        }
         let max_burst = self.cfg.max_burst;
         let burst_ok = |b: u32| max_burst == 0 || b < max_burst;
         // retransmissions, oldest first, each where it is marked to go
         let mut cursor = self.marked.first().copied();
         while let Some(tsn) = cursor {
             let d = self.target_of(tsn);
-            if self.dests[d].has_room() && burst_ok(bursts[d]) {
+            if self.dests[d].has_room() && burst_ok(self.dests[d].burst) {
                 self.send_marked_packet(tsn, d, now, out);
-                bursts[d] += 1;
+                self.dests[d].burst += 1;
             }
             cursor = self.marked.range(tsn + 1..).next().copied();
         }
         // new data: to the primary (or its alternate), or with CMT to every
         // destination with room, starting one further each time
         let targets = if self.cfg.cmt {
-            self.rotate = (self.rotate + 1) % n;
+            self.rotate = if self.rotate + 1 < n { self.rotate + 1 } else { 0 };
             n
         } else {
             1
         };
         for k in 0..targets {
             let d = if self.cfg.cmt {
-                (self.rotate + k) % n
+                let d = self.rotate + k;
+                if d < n {
+                    d
+                } else {
+                    d - n
+                }
             } else {
                 self.data_destination()
             };
             if !self.dests[d].active && self.cfg.cmt {
                 continue;
             }
-            while self.dests[d].has_room() && burst_ok(bursts[d]) && self.send_new_packet(d, now, out) {
-                bursts[d] += 1;
+            while self.dests[d].has_room() && burst_ok(self.dests[d].burst) && self.send_new_packet(d, now, out) {
+                self.dests[d].burst += 1;
             }
         }
         self.schedule_heartbeats(now);
@@ -651,7 +671,8 @@ impl SctpSender {
         // pseudo-cumack, CUC's trigger) and oldest outstanding, marked
         // chunks included (the T3 restart's, §6.3.2 R3).
         for d in 0..n {
-            if self.dests[d].flight_chunks > 0 {
+            // (only CMT reads it: CUC, and the end of fast recovery)
+            if self.cfg.cmt && self.dests[d].flight_chunks > 0 {
                 self.dests[d].pseudo_cumack = self.oldest_in_flight(d);
             }
             if self.dests[d].flight_chunks + self.dests[d].marked > 0 {
@@ -696,7 +717,9 @@ impl SctpSender {
             self.buffered -= c.len as u64;
             self.front_tsn += 1;
         }
-        self.scoreboard.prune_below(self.front_tsn as u64);
+        if !self.scoreboard.is_empty() {
+            self.scoreboard.prune_below(self.front_tsn as u64);
+        }
         // Fast recovery ends once its point is acknowledged (per destination
         // under CMT: its own oldest outstanding TSN passes the point).
         for d in 0..n {
@@ -768,45 +791,17 @@ impl SctpSender {
                 entering |= 1 << d;
             }
         }
-        // Window growth (§7.2.1–7.2.2): on a SACK that moves the cumulative
-        // point, or under CUC one that acks the destination's oldest
-        // outstanding chunk; never in fast recovery.
+        // Then per destination: window growth, or fast retransmit's halving,
+        // and its T3 timer.
         let mtu = self.mtu;
-        for d in 0..n {
-            let dest = &self.dests[d];
-            let may_grow = if self.cfg.cmt && self.cfg.cuc {
-                dest.new_pseudo_cumack
-            } else {
-                cum_advanced
-            };
-            if dest.net_ack == 0 || !may_grow || dest.fast_recovery.is_some() || entering & (1 << d) != 0 {
-                continue;
-            }
-            let full = dest.flight_before >= dest.cwnd;
-            if dest.cwnd <= dest.ssthresh {
-                if full {
-                    let grow = dest.net_ack.min(self.cfg.abc_limit as u64 * mtu);
-                    let cwnd = dest.cwnd + grow;
-                    self.set_cwnd(d, now, cwnd);
-                }
-            } else {
-                let dest = &mut self.dests[d];
-                dest.pba += dest.net_ack;
-                if dest.pba >= dest.cwnd && full {
-                    dest.pba -= dest.cwnd;
-                    let cwnd = dest.cwnd + mtu;
-                    self.set_cwnd(d, now, cwnd);
-                }
-            }
-        }
-        // Fast retransmit (§7.2.4): halve each destination with newly marked
-        // data that is not already recovering, and send one packet of marked
-        // chunks whatever the windows say.
+        let (mut flight, mut flight_chunks) = (0, 0);
         for d in 0..n {
             if entering & (1 << d) == 0 {
-                continue;
-            }
-            if self.dests[d].fast_recovery.is_none() {
+                self.grow(d, now, cum_advanced);
+            } else if self.dests[d].fast_recovery.is_none() {
+                // Fast retransmit (§7.2.4): halve a destination with newly
+                // marked data that is not already recovering (one packet of
+                // marked chunks goes whatever the windows say).
                 self.dests[d].stats.fast_retransmits += 1;
                 let cwnd = self.dests[d].cwnd;
                 let ssthresh = (cwnd / 2).max(self.cfg.fr_min_mtus as u64 * mtu);
@@ -821,26 +816,58 @@ impl SctpSender {
                 dest.pba = 0;
                 dest.fast_recovery = Some(point);
             }
-        }
-        if entering != 0 {
-            self.force_retransmission = true;
-        }
-        // Timers (§6.3.2 R2, R3: restarted only when the destination's
-        // earliest outstanding chunk is acknowledged — acks of later chunks,
-        // or of chunks SACKs could not report before, must not keep a timer
-        // from expiring over a lost one), and
-        // partial_bytes_acked of idle destinations.
-        for dest in &mut self.dests {
+            // Timers (§6.3.2 R2, R3: restarted only when the destination's
+            // earliest outstanding chunk is acknowledged — acks of later
+            // chunks, or of chunks SACKs could not report before, must not
+            // keep a timer from expiring over a lost one), and
+            // partial_bytes_acked of idle destinations.
+            let dest = &mut self.dests[d];
             if dest.flight == 0 {
                 dest.t3 = None;
                 dest.pba = 0;
             } else if dest.oldest_acked {
                 dest.t3 = Some(now + dest.rtt.rto());
             }
+            flight += dest.flight;
+            flight_chunks += dest.flight_chunks;
         }
-        let (flight, flight_chunks) = self.total_flight();
+        if entering != 0 {
+            self.force_retransmission = true;
+        }
         let outstanding = flight + flight_chunks * self.cfg.sender_chunk_overhead as u64;
         self.peer_rwnd = (a_rwnd as u64).saturating_sub(outstanding);
+    }
+
+    /// Window growth (§7.2.1–7.2.2) of destination `d` on this SACK: on one
+    /// that moves the cumulative point, or under CUC one that acks the
+    /// destination's oldest outstanding chunk; never in fast recovery.
+    fn grow(&mut self, d: usize, now: Time, cum_advanced: bool) {
+        let mtu = self.mtu;
+        let dest = &self.dests[d];
+        let may_grow = if self.cfg.cmt && self.cfg.cuc {
+            dest.new_pseudo_cumack
+        } else {
+            cum_advanced
+        };
+        if dest.net_ack == 0 || !may_grow || dest.fast_recovery.is_some() {
+            return;
+        }
+        let full = dest.flight_before >= dest.cwnd;
+        if dest.cwnd <= dest.ssthresh {
+            if full {
+                let grow = dest.net_ack.min(self.cfg.abc_limit as u64 * mtu);
+                let cwnd = dest.cwnd + grow;
+                self.set_cwnd(d, now, cwnd);
+            }
+        } else {
+            let dest = &mut self.dests[d];
+            dest.pba += dest.net_ack;
+            if dest.pba >= dest.cwnd && full {
+                dest.pba -= dest.cwnd;
+                let cwnd = dest.cwnd + mtu;
+                self.set_cwnd(d, now, cwnd);
+            }
+        }
     }
 
     /// Chunk `tsn` (not acknowledged before) is acknowledged by this SACK:
@@ -915,13 +942,22 @@ impl SctpSender {
         found
     }
 
-    /// The first chunk at or above TSN `from` that `is` holds for.
+    /// The first chunk at or above TSN `from` that `is` holds for (mostly
+    /// found within a few chunks: a plain walk, no iterator set-up).
     fn first_from(&self, from: u32, is: impl Fn(&Chunk) -> bool) -> Option<u32> {
+        let (a, b) = self.chunks.as_slices();
         let start = from.saturating_sub(self.front_tsn) as usize;
-        self.chunks
-            .range(start.min(self.chunks.len())..)
-            .position(is)
-            .map(|i| self.front_tsn + (start + i) as u32)
+        let found = if start < a.len() {
+            a[start..]
+                .iter()
+                .position(&is)
+                .map(|i| start + i)
+                .or_else(|| b.iter().position(&is).map(|i| a.len() + i))
+        } else {
+            let start = (start - a.len()).min(b.len());
+            b[start..].iter().position(&is).map(|i| a.len() + start + i)
+        };
+        found.map(|i| self.front_tsn + i as u32)
     }
 
     fn check_complete(&mut self, now: Time) {
@@ -966,6 +1002,23 @@ impl StreamSender for SctpSender {
 
     fn on_packet(&mut self, now: Time, rx: Received<'_>, out: &mut Outbox) {
         let path = (rx.packet.path as usize).min(self.dests.len() - 1);
+        // the common packet, a SACK with few blocks, needs no chunk list
+        if let Some(SctpInline::Sack {
+            cum_tsn,
+            a_rwnd,
+            dac_packets,
+            gap_count,
+            gaps,
+        }) = inline_chunk(&rx)
+        {
+            self.dests[path].stats.acks_received += 1;
+            if !self.aborted {
+                self.on_sack(now, cum_tsn, a_rwnd, &gaps[..gap_count as usize], dac_packets);
+            }
+            self.transmit(now, out);
+            self.check_complete(now);
+            return;
+        }
         let Some(incoming) = Incoming::new(rx) else { return };
         for chunk in incoming.chunks() {
             match *chunk {

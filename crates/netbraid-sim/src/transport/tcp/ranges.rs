@@ -102,10 +102,13 @@ impl RangeSet {
             let had = covered_below(&self.ranges[first..last], start, end.min(m));
             self.mark.set((m, under + span - had));
         }
-        if last == first + 1 {
-            self.ranges[first] = (s, e);
-        } else {
-            self.ranges.splice(first..last, [(s, e)]);
+        match last - first {
+            0 => self.ranges.insert(first, (s, e)),
+            1 => self.ranges[first] = (s, e),
+            _ => {
+                self.ranges[first] = (s, e);
+                self.ranges.drain(first + 1..last);
+            }
         }
         added
     }

@@ -14,6 +14,9 @@ pub struct RttEstimator {
     granularity: Time,
     /// Smallest sample seen, for reporting.
     pub min_rtt: Option<Time>,
+    /// The current RTO, kept as the estimates change (senders read it on
+    /// every ack that restarts a timer).
+    rto: Time,
 }
 
 impl RttEstimator {
@@ -27,6 +30,7 @@ impl RttEstimator {
             rto_initial,
             granularity,
             min_rtt: None,
+            rto: rto_initial.min(rto_max),
         }
     }
 
@@ -46,6 +50,7 @@ impl RttEstimator {
         }
         self.backoff = 0;
         self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
+        self.rto = self.current_rto();
     }
 
     pub fn srtt(&self) -> Option<Time> {
@@ -65,6 +70,10 @@ impl RttEstimator {
 
     /// Current RTO including exponential backoff, at most `rto_max`.
     pub fn rto(&self) -> Time {
+        self.rto
+    }
+
+    fn current_rto(&self) -> Time {
         self.base_rto()
             .saturating_mul(1 << self.backoff.min(40))
             .min(self.rto_max)
@@ -74,6 +83,7 @@ impl RttEstimator {
     pub fn back_off(&mut self) {
         if self.rto() < self.rto_max {
             self.backoff += 1;
+            self.rto = self.current_rto();
         }
     }
 
