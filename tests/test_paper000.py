@@ -44,7 +44,15 @@ def test_cmt_gets_two_paths_worth_unless_something_shared_limits_it(quick):
     _, res, _ = quick
     c = res["candidates"]
     for case in ("no delay", "delay", "one-path delay"):
-        assert c["4 MB buffers"]["SCTP-CMT"][case]["mean"] == pytest.approx(2 * CEILING["sctp"], rel=0.02)
+        big = c["4 MB buffers"]["SCTP-CMT"][case]["mean"]
+        if case == "delay":
+            # the buffer no longer limits it, but in this 15 s window one fast
+            # retransmission is lost again and waits for T3 (RTO.Min 1 s)
+            assert 0.9 * 2 * CEILING["sctp"] < big <= 2 * CEILING["sctp"] * 1.001
+            if big < 0.98 * 2 * CEILING["sctp"]:
+                assert c["4 MB buffers"]["SCTP-CMT"][case]["timeouts"] >= 1
+        else:
+            assert big == pytest.approx(2 * CEILING["sctp"], rel=0.02)
         # a 150 Mb/s IP-level limit shared by both paths: 150 × 1452/1500
         assert c["emulator 150 Mb/s"]["SCTP-CMT"][case]["mean"] == pytest.approx(150 * 1452 / 1500, rel=0.01)
     # FreeBSD's 256 KiB buffer less 256 B per chunk holds less than two

@@ -11,6 +11,11 @@
 //!   `message_bytes` until `stop_ns` (or `bytes`), reading every path's
 //!   cwnd and smoothed RTT every 100 ms; writes them to `out`.
 //!
+//! Both also report the stack's own counters (chunks sent, retransmitted and
+//! fast-retransmitted, T3 timeouts, SACKs, duplicate chunks received) over
+//! the measurement window: one association per process, so the stack's
+//! counters are the association's.
+//!
 //! CMT and its delayed-ACK fix are usrsctp's global switches
 //! (`sctp_cmt_on_off`, `sctp_cmt_use_dac`), set before any socket exists.
 
@@ -19,7 +24,7 @@ mod usrsctp;
 use std::net::Ipv4Addr;
 use std::ptr::{null, null_mut};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use libc::{c_int, c_void, sockaddr, sockaddr_in, socklen_t};
@@ -62,6 +67,85 @@ fn sockaddr_of(addr: &str, port: u16) -> sockaddr_in {
     }
 }
 
+/// The stack's counters that explain a transfer (see `stat`).
+#[derive(Serialize, Default, Clone, Copy)]
+struct StackCounters {
+    data_chunks_sent: u64,
+    retransmitted_chunks: u64,
+    fast_retransmitted_chunks: u64,
+    t3_timeouts: u64,
+    sacks_received: u64,
+    sacks_sent: u64,
+    duplicate_chunks_received: u64,
+}
+
+/// CPU time this process has used (user + system, all its threads: the
+/// stack's timer and receive threads too), seconds.
+fn cpu_seconds() -> f64 {
+    // SAFETY: an all-zero rusage is valid; getrusage fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: ru is writable.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(ru.ru_utime) + secs(ru.ru_stime)
+}
+
+fn stack_counters() -> StackCounters {
+    let mut w = vec![0u32; stat::WORDS];
+    // SAFETY: w is writable for more words than the struct holds.
+    unsafe { usrsctp_get_stat(w.as_mut_ptr()) };
+    let at = |i: usize| w[i] as u64;
+    StackCounters {
+        data_chunks_sent: at(stat::SEND_DATA),
+        retransmitted_chunks: at(stat::SEND_RETRANS_DATA),
+        fast_retransmitted_chunks: at(stat::SEND_FAST_RETRANS),
+        t3_timeouts: at(stat::TIMEOUTS_DATA),
+        sacks_received: at(stat::RECV_SACKS),
+        sacks_sent: at(stat::SEND_SACKS),
+        duplicate_chunks_received: at(stat::RECV_DUP_DATA),
+    }
+}
+
+impl StackCounters {
+    fn since(&self, o: &StackCounters) -> StackCounters {
+        StackCounters {
+            data_chunks_sent: self.data_chunks_sent.saturating_sub(o.data_chunks_sent),
+            retransmitted_chunks: self.retransmitted_chunks.saturating_sub(o.retransmitted_chunks),
+            fast_retransmitted_chunks: self
+                .fast_retransmitted_chunks
+                .saturating_sub(o.fast_retransmitted_chunks),
+            t3_timeouts: self.t3_timeouts.saturating_sub(o.t3_timeouts),
+            sacks_received: self.sacks_received.saturating_sub(o.sacks_received),
+            sacks_sent: self.sacks_sent.saturating_sub(o.sacks_sent),
+            duplicate_chunks_received: self
+                .duplicate_chunks_received
+                .saturating_sub(o.duplicate_chunks_received),
+        }
+    }
+}
+
+/// The stack's counters at the window's start and stop, read by a thread
+/// that sleeps until each.
+type WindowCounters = Arc<Mutex<[Option<StackCounters>; 2]>>;
+
+fn watch_counters(start_ns: u64, stop_ns: u64) -> WindowCounters {
+    let w: WindowCounters = Arc::default();
+    let w2 = w.clone();
+    std::thread::spawn(move || {
+        for (k, t) in [start_ns, stop_ns].into_iter().enumerate() {
+            sleep_until(t);
+            w2.lock().expect("no panics hold it")[k] = Some(stack_counters());
+        }
+    });
+    w
+}
+
+/// The counters over the window (to now if it has not ended).
+fn window_counters(w: &WindowCounters) -> StackCounters {
+    let [start, stop] = *w.lock().expect("no panics hold it");
+    stop.unwrap_or_else(stack_counters).since(&start.unwrap_or_default())
+}
+
 /// Common settings: the stack's switches and the socket buffers.
 #[derive(Deserialize)]
 struct Stack {
@@ -81,7 +165,15 @@ fn start_stack(stack: &Stack) -> *mut Socket {
         usrsctp_init(0, None, null());
         usrsctp_sysctl_set_sctp_cmt_on_off(stack.cmt as u32);
         usrsctp_sysctl_set_sctp_cmt_use_dac(stack.dac as u32);
-        let so = usrsctp_socket(libc::AF_INET, libc::SOCK_STREAM, IPPROTO_SCTP, null(), null(), 0, null_mut());
+        let so = usrsctp_socket(
+            libc::AF_INET,
+            libc::SOCK_STREAM,
+            IPPROTO_SCTP,
+            null(),
+            null(),
+            0,
+            null_mut(),
+        );
         if so.is_null() {
             fail("usrsctp_socket");
         }
@@ -135,6 +227,8 @@ struct RecvReport {
     window_bytes: u64,
     /// Bytes per 100 ms from the window's start (CLOCK_REALTIME bins).
     interval_bytes: Vec<u64>,
+    window_counters: StackCounters,
+    cpu_s: f64,
 }
 
 fn recv(cfg: RecvConfig) {
@@ -152,6 +246,7 @@ fn recv(cfg: RecvConfig) {
             .map(|_| AtomicU64::new(0))
             .collect(),
     );
+    let counters = watch_counters(cfg.window_start_ns, cfg.window_stop_ns);
     // Whatever the peer does, the report is written by `until_ns`.
     let report = {
         let (total, window, bins, out) = (total.clone(), window.clone(), bins.clone(), cfg.out.clone());
@@ -160,6 +255,8 @@ fn recv(cfg: RecvConfig) {
                 bytes_received: total.load(Ordering::Relaxed),
                 window_bytes: window.load(Ordering::Relaxed),
                 interval_bytes: bins.iter().map(|b| b.load(Ordering::Relaxed)).collect(),
+                window_counters: window_counters(&counters),
+                cpu_s: cpu_seconds(),
             };
             std::fs::write(&out, serde_json::to_string(&r).expect("plain numbers")).unwrap_or_else(|e| {
                 eprintln!("netbraid-sctpgen: writing {out}: {e}");
@@ -223,6 +320,8 @@ struct SendConfig {
     #[serde(default)]
     bytes: Option<u64>,
     message_bytes: usize,
+    window_start_ns: u64,
+    window_stop_ns: u64,
     out: String,
 }
 
@@ -237,6 +336,8 @@ struct PathSamples {
 struct SendReport {
     bytes_sent: u64,
     paths: Vec<PathSamples>,
+    window_counters: StackCounters,
+    cpu_s: f64,
 }
 
 fn read_paths(so: *mut Socket, id: AssocId, remote: &[String], port: u16, paths: &mut [PathSamples]) {
@@ -251,7 +352,15 @@ fn read_paths(so: *mut Socket, id: AssocId, remote: &[String], port: u16, paths:
         info.assoc_id = id;
         let mut len = std::mem::size_of::<PeerAddrInfo>() as socklen_t;
         // SAFETY: info is writable for len bytes.
-        let rc = unsafe { usrsctp_opt_info(so, id, SCTP_GET_PEER_ADDR_INFO, &mut info as *mut _ as *mut c_void, &mut len) };
+        let rc = unsafe {
+            usrsctp_opt_info(
+                so,
+                id,
+                SCTP_GET_PEER_ADDR_INFO,
+                &mut info as *mut _ as *mut c_void,
+                &mut len,
+            )
+        };
         if rc == 0 {
             paths[k].samples.push((t, info.cwnd, info.srtt));
         }
@@ -277,7 +386,10 @@ fn send(cfg: SendConfig) {
                 samples: Vec::new(),
             })
             .collect(),
+        window_counters: StackCounters::default(),
+        cpu_s: 0.0,
     };
+    let counters = watch_counters(cfg.window_start_ns, cfg.window_stop_ns);
     sleep_until(cfg.start_ns);
     let msg = vec![0u8; cfg.message_bytes.max(1)];
     let mut next_read = now_ns();
@@ -290,17 +402,31 @@ fn send(cfg: SendConfig) {
             read_paths(so, id, &cfg.remote, cfg.port, &mut report.paths);
             next_read = t + INTERVAL_NS;
         }
-        let len = cfg.bytes.map_or(msg.len() as u64, |b| (b - report.bytes_sent).min(msg.len() as u64)) as usize;
+        let len = cfg
+            .bytes
+            .map_or(msg.len() as u64, |b| (b - report.bytes_sent).min(msg.len() as u64)) as usize;
         // SAFETY: msg is readable for len bytes; the association's default
         // destination (its primary, or CMT's choice) is used.
         let n = unsafe {
-            usrsctp_sendv(so, msg.as_ptr() as *const c_void, len, null(), 0, null(), 0, SCTP_SENDV_NOINFO, 0)
+            usrsctp_sendv(
+                so,
+                msg.as_ptr() as *const c_void,
+                len,
+                null(),
+                0,
+                null(),
+                0,
+                SCTP_SENDV_NOINFO,
+                0,
+            )
         };
         if n < 0 {
             fail("sendv");
         }
         report.bytes_sent += n as u64;
     }
+    report.window_counters = window_counters(&counters);
+    report.cpu_s = cpu_seconds();
     std::fs::write(&cfg.out, serde_json::to_string(&report).expect("plain numbers")).unwrap_or_else(|e| {
         eprintln!("netbraid-sctpgen: writing {}: {e}", cfg.out);
         std::process::exit(2)

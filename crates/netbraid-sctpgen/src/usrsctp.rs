@@ -30,6 +30,21 @@ pub struct PeerAddrInfo {
     pub mtu: u32,
 }
 
+/// `struct sctpstat` (usrsctp.h), the stack's counters: 32-bit words only
+/// (166 in libusrsctp 0.9.5), read as an array; the words used, by their
+/// place in that header.
+pub mod stat {
+    /// Room for the whole struct, with margin.
+    pub const WORDS: usize = 256;
+    pub const RECV_SACKS: usize = 24;
+    pub const RECV_DUP_DATA: usize = 26;
+    pub const SEND_SACKS: usize = 41;
+    pub const SEND_DATA: usize = 42;
+    pub const SEND_RETRANS_DATA: usize = 43;
+    pub const SEND_FAST_RETRANS: usize = 44;
+    pub const TIMEOUTS_DATA: usize = 68;
+}
+
 #[link(name = "usrsctp")]
 extern "C" {
     /// port 0: SCTP over raw IPv4 (root), not UDP encapsulation.
@@ -47,7 +62,13 @@ extern "C" {
         sb_threshold: u32,
         ulp_info: *mut c_void,
     ) -> *mut Socket;
-    pub fn usrsctp_setsockopt(so: *mut Socket, level: c_int, name: c_int, value: *const c_void, len: socklen_t) -> c_int;
+    pub fn usrsctp_setsockopt(
+        so: *mut Socket,
+        level: c_int,
+        name: c_int,
+        value: *const c_void,
+        len: socklen_t,
+    ) -> c_int;
     pub fn usrsctp_opt_info(so: *mut Socket, id: AssocId, opt: c_int, arg: *mut c_void, size: *mut socklen_t) -> c_int;
     pub fn usrsctp_bind(so: *mut Socket, name: *const sockaddr, len: socklen_t) -> c_int;
     pub fn usrsctp_bindx(so: *mut Socket, addrs: *const sockaddr, count: c_int, flags: c_int) -> c_int;
@@ -79,6 +100,8 @@ extern "C" {
     pub fn usrsctp_shutdown(so: *mut Socket, how: c_int) -> c_int;
     pub fn usrsctp_close(so: *mut Socket);
     pub fn usrsctp_finish() -> c_int;
+    /// Copies the stack's `struct sctpstat`.
+    pub fn usrsctp_get_stat(stat: *mut u32);
     pub fn usrsctp_sysctl_set_sctp_cmt_on_off(value: u32) -> c_int;
     pub fn usrsctp_sysctl_set_sctp_cmt_use_dac(value: u32) -> c_int;
 }

@@ -386,6 +386,7 @@ class SctpFlow(_GeneratorPair):
         message = s["sctp"].get("message_bytes") or 45 * 1452
         scfg = {**self._stack(), "local": local, "remote": remote, "port": self.port, "local_port": self.port + 1000,
                 "start_ns": t0 + s["start_ns"], "stop_ns": stop_ns, "bytes": s.get("bytes"), "message_bytes": message,
+                "window_start_ns": window[0], "window_stop_ns": window[1],
                 "out": str(self.workdir / f"sctp-send-{self.index}.json")}
         self.sender = spawn(self.topo.ns[s["src"]], [exe, "send", json.dumps(scfg)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
@@ -411,6 +412,15 @@ class SctpFlow(_GeneratorPair):
             "goodput_bps": got["window_bytes"] * 8 / span if span > 0 else None,
             "bytes_delivered": got["bytes_received"],
             "bytes_sent": sent["bytes_sent"],
+            # usrsctp's own counters over the window (chunks; its fast
+            # retransmissions are counted per chunk, not per recovery)
+            "retransmits": sent["window_counters"]["retransmitted_chunks"],
+            "fast_retransmitted_chunks": sent["window_counters"]["fast_retransmitted_chunks"],
+            "timeouts": sent["window_counters"]["t3_timeouts"],
+            "duplicates_received": got["window_counters"]["duplicate_chunks_received"],
+            # CPU the two usrsctp processes used (whole run): beside linkemu's,
+            # whether the machine's cores were the limit
+            "stack_cpu_s": sent.get("cpu_s", 0.0) + got.get("cpu_s", 0.0),
             "congestion_control": "usrsctp-cmt" if s["sctp"].get("cmt") else "usrsctp",
             "subflows": subflows,
         }

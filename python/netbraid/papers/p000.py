@@ -70,24 +70,39 @@ CANDIDATES: list[tuple[str, str, dict[str, Any]]] = [
 ]
 
 
+#: Candidate causes of CMT's shortfall on the real stack, switched one at a
+#: time on emu (and the same on sim beside it).
+EMU_CANDIDATES: list[tuple[str, dict[str, Any]]] = [
+    ("as described", {}),
+    ("DAC on", {"sctp": {"dac": True}}),
+    ("4 MB receive buffer", {"rcvbuf": "4MB"}),
+    ("4 MB send buffer", {"sndbuf": "4MB"}),
+    ("2 × 50 Mb/s", {"rate_mbps": 50.0}),
+    ("2 × 50 Mb/s, 4 MB receive buffer", {"rate_mbps": 50.0, "rcvbuf": "4MB"}),
+]
+
+
 def scenario(protocol: str, case: str, *, duration_s: float = 65.0, message_size: int | None = None,
              window: str | None = None, rtx_policy: str | None = None, sctp: dict[str, Any] | None = None,
              emulator_bps: float | None = None, down: tuple[float, float] | None = None,
-             interval_s: float | None = None, backend: str = "sim") -> Scenario:
+             interval_s: float | None = None, backend: str = "sim", rate_mbps: float = 100.0,
+             rcvbuf: str | None = None, sndbuf: str | None = None) -> Scenario:
     """Client and server, each with two interfaces, one path through the
     emulator for each. `emulator_bps`: both paths also cross one link of
     that rate inside the emulator; `down`: path 0 fails from..until (s).
     `backend` "emu": linkemu shapes IP packets, so the Ethernet rate is
     given as the IP rate of 1500-byte packets (97.5 Mb/s), and TCP is the
-    kernel's with 2 MB buffers; SCTP is usrsctp (FreeBSD's stack)."""
+    kernel's with 2 MB buffers; SCTP is usrsctp (FreeBSD's stack).
+    `rate_mbps`: the paths' Ethernet rate (the paper's: 100); `rcvbuf`,
+    `sndbuf`: one of the SCTP buffers alone (`window`: both)."""
     if protocol not in PAPER:
         raise ScenarioError(f"paper 000: protocol {protocol!r} (allowed: {', '.join(PAPER)})")
     if case not in ADDED_MS and case != ONE_DIRECTION:
         raise ScenarioError(f"paper 000: case {case!r} (allowed: {', '.join((*CASES, ONE_DIRECTION))})")
     s = Scenario(name=f"paper-000 {protocol} {case}", duration=f"{duration_s:g}s")
     s.add_host("client").add_host("server")
-    ethernet = (dict(rate="100Mbps", framing="ethernet", queue=QUEUE) if backend == "sim" else
-                dict(rate=f"{EMU_IP_RATE:.0f}bps", queue=QUEUE))
+    ethernet = (dict(rate=f"{rate_mbps:g}Mbps", framing="ethernet", queue=QUEUE) if backend == "sim" else
+                dict(rate=f"{EMU_IP_RATE * rate_mbps / 100:.0f}bps", queue=QUEUE))
     if emulator_bps:
         s.add_router("gine_in").add_router("gine_out")
         first, second = "gine_in", "gine_out"
@@ -114,6 +129,7 @@ def scenario(protocol: str, case: str, *, duration_s: float = 65.0, message_size
             flow["message_size"] = message_size
         if window:
             flow["window"] = window
+        flow.update({k: v for k, v in (("rcvbuf", rcvbuf), ("sndbuf", sndbuf)) if v})
         if rtx_policy and protocol == "SCTP-CMT":
             flow["rtx_policy"] = rtx_policy
         s.add_flow("f", "client", "server", **flow, **common)
@@ -125,10 +141,25 @@ def _goodput(s: Scenario, reps: int, seed: int, workers, out: Path | None, name:
              backend: str = "sim") -> dict[str, float]:
     plan = make_plan(s, reps=reps, seed=seed, backend=backend)
     where = None if out is None else out / name
-    runs, _ = execute(plan, where, workers=workers, progress=progress,
+    cores: list[float] = []
+
+    def cpu(r: dict[str, Any]) -> None:
+        # cores busy on emu: the link emulator and the usrsctp processes
+        if r.get("linkemu_cpu_s") is not None and any("stack_cpu_s" in f for f in r["flows"]):
+            used = r["linkemu_cpu_s"] + sum(f.get("stack_cpu_s", 0.0) for f in r["flows"])
+            cores.append(used / r["duration_s"])
+
+    runs, _ = execute(plan, where, workers=workers, progress=progress, on_run=cpu,
                       resume=where is not None and (where / "manifest.json").exists(), kind="paper")
     runs = runs[runs["subflow"].isna()] if "subflow" in runs else runs
-    return mean_ci((runs["goodput_bps"] / 1e6).tolist())
+    res = mean_ci((runs["goodput_bps"] / 1e6).tolist())
+    # what explains it: retransmissions, and those the receiver already had
+    for m in ("retransmits", "duplicates_received", "timeouts"):
+        if m in runs and runs[m].notna().any():
+            res[m] = float(runs[m].mean())
+    if cores:
+        res["cpu_cores"] = sum(cores) / len(cores)
+    return res
 
 
 def run(*, quick: bool = False, reps: int | None = None, seed: int = 1, workers: int | None = None,
@@ -151,6 +182,16 @@ def run(*, quick: bool = False, reps: int | None = None, seed: int = 1, workers:
                 res["emu"]["table1"].setdefault(p, {})[case] = _goodput(
                     scenario(p, case, duration_s=emu_duration, backend="emu"), reps, seed, 1, out, slug, progress,
                     backend="emu")
+        # CMT's shortfall on the real stack: each candidate on emu, and on sim beside it
+        res["emu"]["candidates"] = {}
+        for label, kw in EMU_CANDIDATES:
+            for case in CASES:
+                slug = f"emu-candidates/{label.replace(' ', '-').replace('×', 'x')}-{case.replace(' ', '-')}"
+                pair = {b: _goodput(scenario("SCTP-CMT", case, duration_s=emu_duration if b == "emu" else duration,
+                                             backend=b, **kw), reps, seed, 1 if b == "emu" else workers, out,
+                                    f"{slug}-{b}", progress, backend=b)
+                        for b in ("emu", "sim")}
+                res["emu"]["candidates"].setdefault(label, {})[case] = pair
     if backend == "emu":
         return res
     for p in PAPER:
@@ -192,7 +233,7 @@ def failover(*, seed: int = 1) -> dict[str, Any]:
 
 def tables(res: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
     if res.get("backend") == "emu":
-        return [_emu_table(res)]
+        return [_emu_table(res), _emu_candidates_table(res)]
     t1 = []
     for p, paper in PAPER.items():
         for case, want in zip(CASES, paper):
@@ -216,7 +257,7 @@ def tables(res: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
             row += [mean_pm(res["candidates"][label][p][case], 1) for case in CASES]
         cand.append(row)
     cand_header = ["candidate"] + [f"{p} {case}" for p in ("SCTP", "SCTP-CMT") for case in CASES]
-    emu = [_emu_table(res)] if "emu" in res else []
+    emu = [_emu_table(res), _emu_candidates_table(res)] if "emu" in res else []
     return [
         ("Table 1: goodput (Mb/s), netbraid beside the paper", header, t1),
         *emu,
@@ -234,9 +275,37 @@ def _emu_table(res: dict[str, Any]) -> tuple[str, list[str], list[list[str]]]:
             e = res["emu"]["table1"][p][case]
             sim = res["table1"].get(p, {}).get(case)
             rows.append([p, case, mean_pm(e, 2), mean_pm(sim, 2) if sim else "–", f"{want:.2f}",
-                         f"{100 * (e['mean'] - want) / want:+.1f} %"])
+                         f"{100 * (e['mean'] - want) / want:+.1f} %", _resent(e), _resent(sim), _cores(e)])
     return ("Table 1 on real stacks (emu: Linux TCP, usrsctp = FreeBSD's SCTP), beside sim and the paper",
-            ["protocol", "case", "emu", "sim", "paper", "emu − paper"], rows)
+            ["protocol", "case", "emu", "sim", "paper", "emu − paper", "emu resent (dup) / T3", "sim resent (dup) / T3",
+             "emu CPU (cores)"], rows)
+
+
+def _emu_candidates_table(res: dict[str, Any]) -> tuple[str, list[str], list[list[str]]]:
+    """CMT's candidate causes on the real stack, with sim beside each."""
+    rows = []
+    for label, by_case in res["emu"].get("candidates", {}).items():
+        row = [label]
+        for case in CASES:
+            pair = by_case[case]
+            row.append(f"{pair['emu']['mean']:.1f} | {pair['sim']['mean']:.1f}")
+        row.append(" / ".join(_cores(by_case[c]["emu"]) for c in CASES))
+        rows.append(row)
+    return ("SCTP-CMT's candidate causes on the real stack (goodput, Mb/s: emu | sim)",
+            ["candidate", *CASES, "emu CPU (cores)"], rows)
+
+
+def _cores(c: dict[str, Any] | None) -> str:
+    """Cores the link emulator and usrsctp kept busy (of the machine's)."""
+    return f"{c['cpu_cores']:.2f}" if c and "cpu_cores" in c else "–"
+
+
+def _resent(c: dict[str, Any] | None) -> str:
+    """Retransmitted chunks per run (those the receiver already had) / T3
+    timeouts, where the backend counts them."""
+    if not c or "retransmits" not in c or "duplicates_received" not in c:
+        return "–"
+    return f"{c['retransmits']:.0f} ({c['duplicates_received']:.0f}) / {c.get('timeouts', 0):.0f}"
 
 
 def findings(res: dict[str, Any]) -> list[tuple[str, str, str]]:

@@ -58,6 +58,9 @@ pub struct FlowResult {
     pub loss_probes: u64,
     /// ACKs the receiver sent to reopen a window its application's reading freed.
     pub window_updates: u64,
+    /// Data the receiver already had (TCP segments, SCTP chunks): spurious
+    /// retransmissions, seen from the receiving end.
+    pub duplicates_received: u64,
     pub rtt_mean_s: Option<f64>,
     pub rtt_min_s: Option<f64>,
     pub srtt_s: Option<f64>,
@@ -103,6 +106,8 @@ pub struct SubflowResult {
     pub timeouts: u64,
     pub fast_retransmits: u64,
     pub loss_probes: u64,
+    /// Data that arrived on this path and the receiver already had.
+    pub duplicates_received: u64,
     pub rtt_mean_s: Option<f64>,
     pub srtt_s: Option<f64>,
     pub cwnd_mean_bytes: Option<f64>,
@@ -281,6 +286,7 @@ impl Simulation {
                         timeouts: pc.transport.timeouts,
                         fast_retransmits: pc.transport.fast_retransmits,
                         loss_probes: pc.transport.loss_probes,
+                        duplicates_received: pc.transport.duplicate_packets,
                         rtt_mean_s: pr.rtt_mean_s,
                         srtt_s: pa.sender.and_then(|s| s.srtt).map(as_secs_f64),
                         cwnd_mean_bytes: pr.cwnd_mean_bytes,
@@ -314,6 +320,7 @@ impl Simulation {
                 window_probes: c.transport.window_probes,
                 loss_probes: c.transport.loss_probes,
                 window_updates: c.transport.window_updates,
+                duplicates_received: c.transport.duplicate_packets,
                 rtt_mean_s: r.rtt_mean_s,
                 rtt_min_s: now_state.and_then(|s| s.min_rtt).map(as_secs_f64),
                 srtt_s: now_state.and_then(|s| s.srtt).map(as_secs_f64),

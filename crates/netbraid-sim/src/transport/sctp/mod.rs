@@ -123,7 +123,9 @@ pub struct SctpConfig {
     pub rtx_policy: RtxPolicy,
     /// CMT's Split Fast Retransmit (off: plain HTNA across destinations).
     pub sfr: bool,
-    /// CMT's Cwnd Update (off: cwnd grows only when the cumulative TSN moves).
+    /// CMT's Cwnd Update, v2: separate pseudo-cumacks for chunks sent once
+    /// and chunks sent again (off: cwnd grows only when the cumulative TSN
+    /// moves).
     pub cuc: bool,
     /// CMT's Delayed ACK: the receiver delays SACKs despite gaps and says how
     /// many packets it saw; the sender may count two misses for one SACK.

@@ -87,10 +87,14 @@ struct Dest {
     /// In fast recovery until this TSN is acknowledged.
     fast_recovery: Option<u32>,
     highest_sent: u32,
-    /// No chunk below these TSNs is in flight to it / outstanding on it
-    /// (where the searches for its oldest start: sending to it lowers them).
+    /// No chunk below these TSNs is in flight to it (sent once / sent
+    /// again) or outstanding on it (where the searches for its oldest start:
+    /// sending to it lowers them).
     in_flight_from: u32,
+    rtx_in_flight_from: u32,
     outstanding_from: u32,
+    /// Chunks in flight to it that were sent before (CUCv2's second tracker).
+    rtx_flight_chunks: u64,
     /// Packets sent to it in this round of sending (Max.Burst).
     burst: u32,
     active: bool,
@@ -104,9 +108,11 @@ struct Dest {
     net_ack: u64,
     /// Its flight before this SACK ("cwnd fully used").
     flight_before: u64,
-    /// Its oldest outstanding TSN before this SACK (CUC), and whether this
-    /// SACK acknowledged it (`new_pseudo_cumack`).
+    /// CUCv2: its oldest TSN in flight before this SACK among chunks sent
+    /// once, and among chunks sent again; whether this SACK acknowledged
+    /// either (`new_pseudo_cumack`).
     pseudo_cumack: Option<u32>,
+    rtx_pseudo_cumack: Option<u32>,
     /// Its oldest outstanding TSN before this SACK, marked chunks included
     /// (§6.3.2 R3's "earliest outstanding"), and whether this SACK acked it
     /// (`oldest_acked`).
@@ -201,12 +207,15 @@ impl SctpSender {
                 saw_newack: false,
                 highest_newack: 0,
                 pseudo_cumack: None,
+                rtx_pseudo_cumack: None,
                 new_pseudo_cumack: false,
                 oldest: None,
                 oldest_acked: false,
                 marked: 0,
                 in_flight_from: 0,
+                rtx_in_flight_from: 0,
                 outstanding_from: 0,
+                rtx_flight_chunks: 0,
                 flight_before: 0,
                 burst: 0,
             })
@@ -359,7 +368,12 @@ impl SctpSender {
         let dest = &mut self.dests[d];
         dest.flight += len;
         dest.flight_chunks += 1;
-        dest.in_flight_from = dest.in_flight_from.min(tsn);
+        if first {
+            dest.in_flight_from = dest.in_flight_from.min(tsn);
+        } else {
+            dest.rtx_in_flight_from = dest.rtx_in_flight_from.min(tsn);
+            dest.rtx_flight_chunks += 1;
+        }
         dest.outstanding_from = dest.outstanding_from.min(tsn);
         dest.sent_chunks += 1;
         dest.highest_sent = dest.highest_sent.max(tsn);
@@ -559,6 +573,7 @@ impl SctpSender {
         let dest = &mut self.dests[d];
         dest.flight -= c.len as u64;
         dest.flight_chunks -= 1;
+        dest.rtx_flight_chunks -= (c.transmissions > 1) as u64;
         dest.lost_chunks += 1;
         dest.marked += 1;
         let to = self.retransmission_destination(d, timeout);
@@ -662,6 +677,7 @@ impl SctpSender {
             d.saw_newack = false;
             d.highest_newack = 0;
             d.pseudo_cumack = None;
+            d.rtx_pseudo_cumack = None;
             d.new_pseudo_cumack = false;
             d.oldest = None;
             d.oldest_acked = false;
@@ -672,8 +688,11 @@ impl SctpSender {
         // chunks included (the T3 restart's, §6.3.2 R3).
         for d in 0..n {
             // (only CMT reads it: CUC, and the end of fast recovery)
-            if self.cfg.cmt && self.dests[d].flight_chunks > 0 {
-                self.dests[d].pseudo_cumack = self.oldest_in_flight(d);
+            if self.cfg.cmt && self.dests[d].flight_chunks > self.dests[d].rtx_flight_chunks {
+                self.dests[d].pseudo_cumack = self.oldest_in_flight::<false>(d);
+            }
+            if self.cfg.cmt && self.dests[d].rtx_flight_chunks > 0 {
+                self.dests[d].rtx_pseudo_cumack = self.oldest_in_flight::<true>(d);
             }
             if self.dests[d].flight_chunks + self.dests[d].marked > 0 {
                 self.dests[d].oldest = self.oldest_outstanding(d);
@@ -904,10 +923,11 @@ impl SctpSender {
         let dest = &mut self.dests[d];
         dest.flight -= c.len as u64;
         dest.flight_chunks -= 1;
+        dest.rtx_flight_chunks -= (c.transmissions > 1) as u64;
         dest.net_ack += c.len as u64;
         dest.saw_newack = true;
         dest.highest_newack = dest.highest_newack.max(tsn);
-        if dest.pseudo_cumack == Some(tsn) {
+        if dest.pseudo_cumack == Some(tsn) || dest.rtx_pseudo_cumack == Some(tsn) {
             dest.new_pseudo_cumack = true;
         }
         if let Some((t, sent)) = dest.timing {
@@ -934,11 +954,25 @@ impl SctpSender {
         found
     }
 
-    /// The oldest TSN in flight to `d`.
-    fn oldest_in_flight(&mut self, d: usize) -> Option<u32> {
-        let from = self.dests[d].in_flight_from;
-        let found = self.first_from(from, |c| c.state == State::InFlight && c.dest as usize == d);
-        self.dests[d].in_flight_from = found.unwrap_or(self.next_tsn);
+    /// The oldest TSN in flight to `d` among chunks sent once, or (`again`)
+    /// among chunks sent more than once.
+    fn oldest_in_flight<const AGAIN: bool>(&mut self, d: usize) -> Option<u32> {
+        let dest = &self.dests[d];
+        let from = if AGAIN {
+            dest.rtx_in_flight_from
+        } else {
+            dest.in_flight_from
+        };
+        let found = self.first_from(from, |c| {
+            c.state == State::InFlight && c.dest as usize == d && (c.transmissions > 1) == AGAIN
+        });
+        let cursor = found.unwrap_or(self.next_tsn);
+        let dest = &mut self.dests[d];
+        if AGAIN {
+            dest.rtx_in_flight_from = cursor;
+        } else {
+            dest.in_flight_from = cursor;
+        }
         found
     }
 

@@ -417,6 +417,74 @@ fn cmt_doubles_sctp_on_two_equal_paths_and_sfr_prevents_spurious_retransmissions
         spurious(&with_sfr),
         spurious(&without)
     );
+    // seen from the receiving end: what the sender resent beyond the
+    // network's drops arrives a second time (a few may still be in flight)
+    for f in [&with_sfr, &without] {
+        let (dups, spur) = (f.duplicates_received as f64, spurious(f) as f64);
+        assert!(
+            (dups - spur).abs() <= 0.05 * spur + 5.0,
+            "{dups} duplicates for {spur} spurious retransmissions"
+        );
+    }
+}
+
+/// §7, CUCv2: a destination carrying another's retransmission keeps
+/// growing its window on acks of its own new data while that retransmission
+/// is outstanding (first transmissions and retransmissions have separate
+/// pseudo-cumacks); with one pseudo-cumack over both, the retransmission,
+/// older than all its new data, would hold the window until it is acked.
+#[test]
+fn cwnd_grows_past_an_outstanding_retransmission_under_cucv2() {
+    use std::cell::Cell;
+    use std::rc::Rc;
+    let cfg = SctpConfig {
+        cmt: true,
+        rtx_policy: RtxPolicy::Cwnd,
+        ..big(16 << 20)
+    };
+    // path 1's shorter round trip gives it the larger window: RTX-CWND sends
+    // path 0's fast retransmission there
+    let mut n = net(
+        cfg,
+        vec![20 * MILLISECOND, 5 * MILLISECOND],
+        vec![100 * MBPS, 100 * MBPS],
+    );
+    let lost: Rc<Cell<Option<u32>>> = Rc::default();
+    let resent_on: Rc<Cell<Option<(usize, Time)>>> = Rc::default();
+    let (l, r) = (lost.clone(), resent_on.clone());
+    n.drop = Box::new(move |path, to_rx, now, t| {
+        if !to_rx {
+            return false;
+        }
+        let carried = tsns(t);
+        match l.get() {
+            None if path == 0 && carried.iter().any(|&x| x >= 100) => {
+                l.set(carried.first().copied());
+                true
+            }
+            Some(x) if carried.contains(&x) && r.get().is_none() => {
+                r.set(Some((path, now))); // the retransmission is lost too
+                true
+            }
+            _ => false,
+        }
+    });
+    n.start(None);
+    while resent_on.get().is_none() && n.now < 2 * SECOND {
+        let t = n.now + 100_000;
+        n.run(t);
+    }
+    let (path, at) = resent_on.get().expect("the lost chunk is fast retransmitted");
+    assert_eq!(path, 1, "RTX-CWND resends on the larger window");
+    let before = n.tx.cwnd(1);
+    n.run(at + 200 * MILLISECOND); // well inside the RTO (RTO.Min 1 s)
+    let c = sender_counters(&mut n);
+    assert_eq!(c.timeouts, 0, "the retransmission is still outstanding");
+    assert!(
+        n.tx.cwnd(1) >= before + 4 * MTU,
+        "path 1's cwnd {before} → {} in 20 of its round trips",
+        n.tx.cwnd(1)
+    );
 }
 
 /// §7: with a 64 KB receive buffer and 1 % loss on one path, sending

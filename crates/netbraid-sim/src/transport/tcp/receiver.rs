@@ -222,7 +222,9 @@ impl TcpReceiver {
         } else {
             // Out of order: hold it and ACK immediately (RFC 5681 §4.2).
             self.stats.out_of_order_packets += 1;
-            self.out_of_order.add(seg.seq, end);
+            if self.out_of_order.add(seg.seq, end) == 0 {
+                self.stats.duplicate_packets += 1; // held already
+            }
             self.recent.retain(|&s| s != seg.seq);
             self.recent.insert(0, seg.seq);
             self.recent.truncate(8);
