@@ -91,18 +91,18 @@ fn cpu_seconds() -> f64 {
 }
 
 fn stack_counters() -> StackCounters {
-    let mut w = vec![0u32; stat::WORDS];
+    let mut w = vec![0u32; stat::WORDS + 16]; // (margin: the copy is the library's)
     // SAFETY: w is writable for more words than the struct holds.
     unsafe { usrsctp_get_stat(w.as_mut_ptr()) };
     let at = |i: usize| w[i] as u64;
     StackCounters {
-        data_chunks_sent: at(stat::SEND_DATA),
-        retransmitted_chunks: at(stat::SEND_RETRANS_DATA),
-        fast_retransmitted_chunks: at(stat::SEND_FAST_RETRANS),
-        t3_timeouts: at(stat::TIMEOUTS_DATA),
-        sacks_received: at(stat::RECV_SACKS),
-        sacks_sent: at(stat::SEND_SACKS),
-        duplicate_chunks_received: at(stat::RECV_DUP_DATA),
+        data_chunks_sent: at(stat::SENDDATA),
+        retransmitted_chunks: at(stat::SENDRETRANSDATA),
+        fast_retransmitted_chunks: at(stat::SENDFASTRETRANS),
+        t3_timeouts: at(stat::TIMODATA),
+        sacks_received: at(stat::RECVSACKS),
+        sacks_sent: at(stat::SENDSACKS),
+        duplicate_chunks_received: at(stat::RECVDUPDATA),
     }
 }
 
