@@ -8,7 +8,7 @@ from typing import Any
 FLOW_METRICS = [
     "throughput_bps", "goodput_bps", "loss_rate", "retransmits", "packets_sent", "packets_lost",
     "packets_received", "bytes_delivered", "timeouts", "fast_retransmits", "ecn_reductions", "window_probes",
-    "loss_probes", "window_updates", "duplicates_received", "rtt_mean_s", "rtt_min_s", "srtt_s", "cwnd_mean_bytes", "completion_time_s",
+    "loss_probes", "window_updates", "duplicates_received", "stack_cpu_s", "rtt_mean_s", "rtt_min_s", "srtt_s", "cwnd_mean_bytes", "completion_time_s",
 ]
 
 
@@ -32,7 +32,8 @@ def flow_rows(result: dict[str, Any], context: dict[str, Any]) -> list[dict[str,
         row = dict(context)
         row.update({"flow": f["name"], "kind": f["kind"], "src": f["src"], "dst": f["dst"], "subflow": None})
         row.update({m: f.get(m) for m in FLOW_METRICS})
-        row.update({"links": links_text(f.get("links")), "events": result["events"], "wall_s": result["wall_s"]})
+        row.update({"links": links_text(f.get("links")), "events": result["events"], "wall_s": result["wall_s"],
+                    "linkemu_cpu_s": result.get("linkemu_cpu_s")})
         rows.append(row)
         for sub in paths_of(f):
             srow = {**row, "subflow": sub["name"], "links": None, **{m: None for m in FLOW_METRICS}}

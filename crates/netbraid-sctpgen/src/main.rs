@@ -376,7 +376,7 @@ fn send(cfg: SendConfig) {
     if unsafe { usrsctp_connectx(so, remote.as_ptr() as *const sockaddr, remote.len() as c_int, &mut id) } < 0 {
         fail("connectx");
     }
-    let mut report = SendReport {
+    let report = Arc::new(Mutex::new(SendReport {
         bytes_sent: 0,
         paths: cfg
             .remote
@@ -388,23 +388,48 @@ fn send(cfg: SendConfig) {
             .collect(),
         window_counters: StackCounters::default(),
         cpu_s: 0.0,
-    };
+    }));
     let counters = watch_counters(cfg.window_start_ns, cfg.window_stop_ns);
+    // The report is written once the sending stops; and if the stack has not
+    // let go of the process (a send blocked on a stalled association, a
+    // close that lingers) a little after `stop_ns`, from what it has then.
+    let finish = {
+        let (report, out, written) = (report.clone(), cfg.out.clone(), Arc::new(Mutex::new(false)));
+        move || {
+            let mut done = written.lock().expect("no panics hold it");
+            if !*done {
+                let mut r = report.lock().expect("no panics hold it");
+                r.window_counters = window_counters(&counters);
+                r.cpu_s = cpu_seconds();
+                std::fs::write(&out, serde_json::to_string(&*r).expect("plain numbers")).unwrap_or_else(|e| {
+                    eprintln!("netbraid-sctpgen: writing {out}: {e}");
+                    std::process::exit(2)
+                });
+                *done = true;
+            }
+        }
+    };
+    let watchdog = finish.clone();
+    let deadline = cfg.stop_ns + 3_000_000_000;
+    std::thread::spawn(move || {
+        sleep_until(deadline);
+        watchdog();
+        std::process::exit(0);
+    });
     sleep_until(cfg.start_ns);
     let msg = vec![0u8; cfg.message_bytes.max(1)];
     let mut next_read = now_ns();
+    let mut sent = 0u64;
     loop {
         let t = now_ns();
-        if t >= cfg.stop_ns || cfg.bytes.is_some_and(|b| report.bytes_sent >= b) {
+        if t >= cfg.stop_ns || cfg.bytes.is_some_and(|b| sent >= b) {
             break;
         }
         if t >= next_read {
-            read_paths(so, id, &cfg.remote, cfg.port, &mut report.paths);
+            read_paths(so, id, &cfg.remote, cfg.port, &mut report.lock().expect("no panics hold it").paths);
             next_read = t + INTERVAL_NS;
         }
-        let len = cfg
-            .bytes
-            .map_or(msg.len() as u64, |b| (b - report.bytes_sent).min(msg.len() as u64)) as usize;
+        let len = cfg.bytes.map_or(msg.len() as u64, |b| (b - sent).min(msg.len() as u64)) as usize;
         // SAFETY: msg is readable for len bytes; the association's default
         // destination (its primary, or CMT's choice) is used.
         let n = unsafe {
@@ -423,14 +448,10 @@ fn send(cfg: SendConfig) {
         if n < 0 {
             fail("sendv");
         }
-        report.bytes_sent += n as u64;
+        sent += n as u64;
+        report.lock().expect("no panics hold it").bytes_sent = sent;
     }
-    report.window_counters = window_counters(&counters);
-    report.cpu_s = cpu_seconds();
-    std::fs::write(&cfg.out, serde_json::to_string(&report).expect("plain numbers")).unwrap_or_else(|e| {
-        eprintln!("netbraid-sctpgen: writing {}: {e}", cfg.out);
-        std::process::exit(2)
-    });
+    finish();
     // SAFETY: the socket is ours; shutdown lets the receiver see the end.
     unsafe {
         usrsctp_shutdown(so, libc::SHUT_WR);

@@ -398,3 +398,72 @@ impl Incoming {
         }
     }
 }
+
+/// A queue taken from the front and read by position (the sender's chunks
+/// not yet cumulatively acked, the receiver's chunks held above its
+/// cumulative TSN): a vector read from `head` on, so that indexing — done
+/// for every chunk a SACK or an arrival touches — is a plain offset;
+/// compacted now and then.
+pub(crate) struct Fifo<T> {
+    items: Vec<T>,
+    head: usize,
+}
+
+impl<T> Default for Fifo<T> {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            head: 0,
+        }
+    }
+}
+
+impl<T: Copy> Fifo<T> {
+    pub fn len(&self) -> usize {
+        self.items.len() - self.head
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn as_slice(&self) -> &[T] {
+        &self.items[self.head..]
+    }
+
+    pub fn front(&self) -> Option<&T> {
+        self.items.get(self.head)
+    }
+
+    pub fn push_back(&mut self, x: T) {
+        self.items.push(x);
+    }
+
+    /// Grow to `len` items, the new ones `x`.
+    pub fn resize(&mut self, len: usize, x: T) {
+        self.items.resize(self.head + len, x);
+    }
+
+    pub fn pop_front(&mut self) -> Option<T> {
+        let x = *self.items.get(self.head)?;
+        self.head += 1;
+        if self.head >= 4096 && self.head * 2 >= self.items.len() {
+            self.items.drain(..self.head);
+            self.head = 0;
+        }
+        Some(x)
+    }
+}
+
+impl<T> std::ops::Index<usize> for Fifo<T> {
+    type Output = T;
+    fn index(&self, i: usize) -> &T {
+        &self.items[self.head + i]
+    }
+}
+
+impl<T> std::ops::IndexMut<usize> for Fifo<T> {
+    fn index_mut(&mut self, i: usize) -> &mut T {
+        &mut self.items[self.head + i]
+    }
+}

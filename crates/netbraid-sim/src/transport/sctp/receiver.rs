@@ -2,9 +2,7 @@
 //! receive buffer and a_rwnd, and when a SACK goes (RFC 9260 §6.2, §6.7;
 //! CMT's DAC).
 
-use std::collections::VecDeque;
-
-use super::{inline_chunk, send_chunks, send_sack, Incoming, SctpConfig, IP_HEADER};
+use super::{inline_chunk, send_chunks, send_sack, Fifo, Incoming, SctpConfig, IP_HEADER};
 use crate::endpoint::{Outbox, Received, Scope, Snapshot};
 use crate::engine::Time;
 use crate::net::ext::{SctpChunk, SCTP_COMMON_HEADER};
@@ -18,7 +16,7 @@ pub struct SctpReceiver {
     /// Highest TSN received in order (the cumulative TSN ack point).
     cum: u32,
     /// Lengths of the chunks held above `cum` (index 0: TSN cum + 1; 0: not here).
-    held: VecDeque<u32>,
+    held: Fifo<u32>,
     /// TSNs held above `cum`, as ranges [first, last + 1).
     gaps: RangeSet,
     highest: u32,
@@ -47,7 +45,7 @@ impl SctpReceiver {
         Self {
             cfg: cfg.clone(),
             cum: 0,
-            held: VecDeque::new(),
+            held: Fifo::default(),
             gaps: RangeSet::default(),
             highest: 0,
             held_bytes: 0,

@@ -4,9 +4,9 @@
 //! heartbeats and path failure (§8.2–8.3), and CMT (SFR, CUC, DAC and the
 //! retransmission policies).
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 
-use super::{inline_chunk, send_chunks, send_data, Incoming, RtxPolicy, SctpConfig, IP_HEADER};
+use super::{inline_chunk, send_chunks, send_data, Fifo, Incoming, RtxPolicy, SctpConfig, IP_HEADER};
 use crate::endpoint::{Outbox, Received, Report, Scope, SenderState, Snapshot};
 use crate::engine::time::earliest;
 use crate::engine::{RandomStream, Time};
@@ -145,7 +145,7 @@ pub struct SctpSender {
     max_data: u32,
     dests: Vec<Dest>,
     /// Chunks from the cumulative ack point on: `chunks[i]` has TSN `front_tsn + i`.
-    chunks: VecDeque<Chunk>,
+    chunks: Fifo<Chunk>,
     front_tsn: u32,
     next_tsn: u32,
     /// TSNs marked for retransmission.
@@ -226,7 +226,7 @@ impl SctpSender {
             peer_rwnd: cfg.rcvbuf,
             cfg,
             dests,
-            chunks: VecDeque::new(),
+            chunks: Fifo::default(),
             front_tsn: 1,
             next_tsn: 1,
             marked: BTreeSet::new(),
@@ -319,6 +319,7 @@ impl SctpSender {
     }
 
     /// Where a chunk last sent to `from` goes again; `timeout`: after a T3 expiry.
+    #[cold]
     fn retransmission_destination(&mut self, from: usize, timeout: bool) -> usize {
         if !self.cfg.cmt {
             if !timeout || !self.cfg.rtx_to_alternate {
@@ -565,6 +566,7 @@ impl SctpSender {
     }
 
     /// Mark chunk `tsn` for retransmission (no longer in flight).
+    #[cold]
     fn mark(&mut self, tsn: u32, timeout: bool) {
         let i = (tsn - self.front_tsn) as usize;
         let c = self.chunks[i];
@@ -601,6 +603,7 @@ impl SctpSender {
         }
     }
 
+    #[cold]
     fn send_heartbeat(&mut self, d: usize, now: Time, out: &mut Outbox) {
         let dest = &mut self.dests[d];
         dest.heartbeat_out = Some(now);
@@ -615,6 +618,7 @@ impl SctpSender {
 
     /// An error on destination `d` (§8.2): beyond Path.Max.Retrans it is
     /// inactive; beyond Association.Max.Retrans the association aborts.
+    #[cold]
     fn count_error(&mut self, d: usize) {
         let dest = &mut self.dests[d];
         dest.errors += 1;
@@ -641,6 +645,7 @@ impl SctpSender {
     /// §6.3.3: the window collapses to one MTU, the RTO doubles, everything
     /// in flight to `d` is marked, and one packet of it goes at once (to an
     /// alternate, if there is one).
+    #[cold]
     fn on_t3_expiry(&mut self, d: usize, now: Time) {
         let mtu = self.mtu;
         let cwnd = self.dests[d].cwnd;
@@ -979,19 +984,12 @@ impl SctpSender {
     /// The first chunk at or above TSN `from` that `is` holds for (mostly
     /// found within a few chunks: a plain walk, no iterator set-up).
     fn first_from(&self, from: u32, is: impl Fn(&Chunk) -> bool) -> Option<u32> {
-        let (a, b) = self.chunks.as_slices();
-        let start = from.saturating_sub(self.front_tsn) as usize;
-        let found = if start < a.len() {
-            a[start..]
-                .iter()
-                .position(&is)
-                .map(|i| start + i)
-                .or_else(|| b.iter().position(&is).map(|i| a.len() + i))
-        } else {
-            let start = (start - a.len()).min(b.len());
-            b[start..].iter().position(&is).map(|i| a.len() + start + i)
-        };
-        found.map(|i| self.front_tsn + i as u32)
+        let live = self.chunks.as_slice();
+        let start = (from.saturating_sub(self.front_tsn) as usize).min(live.len());
+        live[start..]
+            .iter()
+            .position(is)
+            .map(|i| self.front_tsn + (start + i) as u32)
     }
 
     fn check_complete(&mut self, now: Time) {

@@ -72,6 +72,22 @@ impl RangeSet {
         if start >= end {
             return 0;
         }
+        // The usual case (data arriving in order above a hole): a range after
+        // every other, or one that extends the last.
+        if let Some(&(s, e)) = self.ranges().last().filter(|&&(_, e)| start >= e) {
+            new(start, end);
+            if start == e {
+                *self.ranges.last_mut().expect("not empty") = (s, end);
+            } else {
+                self.ranges.push((start, end));
+            }
+            self.total += end - start;
+            let (m, under) = self.mark.get();
+            if start < m {
+                self.mark.set((m, under + end.min(m) - start));
+            }
+            return end - start;
+        }
         // Merge with every range that overlaps or touches [start, end): only
         // those can hold bytes of it.
         let first = self.head + self.ranges().partition_point(|r| r.1 < start);
@@ -126,6 +142,9 @@ impl RangeSet {
 
     /// Forget everything below `ack`.
     pub fn prune_below(&mut self, ack: u64) {
+        if self.ranges().first().is_some_and(|r| r.0 >= ack) {
+            return; // nothing below it (the receiver's usual case: the hole is still open)
+        }
         let gone = self.ranges().partition_point(|r| r.1 <= ack);
         let mut removed: u64 = self.ranges()[..gone].iter().map(|(s, e)| e - s).sum();
         self.head += gone;
