@@ -36,7 +36,24 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        from . import __version__
+
+        print(f"netbraid {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(False, "--version", "-V", callback=_print_version, is_eager=True,
+                                 help="Print netbraid's version and exit."),
+) -> None:
+    """netbraid: throughput, loss and fairness of (multipath) transports over the paths you describe."""
 # Off a terminal rich assumes 80 columns, which folds the flow table; use more.
 out_console = Console(width=None if sys.stdout.isatty() else 130)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 130)
