@@ -19,7 +19,7 @@ from .api import jain_fairness, run_resolved, sweep_axes
 from .errors import ScenarioError
 from .experiment import ExperimentError, Interrupted, execute, make_plan, parse_axis, replicate_until
 from .lifetime import install_stop_handlers, stop_exit_code
-from .stats import mean_ci
+from .stats import clip_to_range, interval_text, mean_ci
 from .tidy import paths_of
 from .resolve import resolve
 from .errors import DirectoryError
@@ -249,7 +249,7 @@ def replication_summary(runs) -> dict[str, Any]:
     for name, g in runs[runs["subflow"].isna()].groupby("flow", sort=False):
         entry: dict[str, Any] = {"name": name, "kind": g["kind"].iloc[0], "src": g["src"].iloc[0], "dst": g["dst"].iloc[0]}
         for m in REPORTED:
-            entry[m] = mean_ci(g[m].tolist())
+            entry[m] = clip_to_range(mean_ci(g[m].tolist()), m)
         if "links" in g:
             entry["links"] = _union_links(g["links"])
         subs = subflow_rows[subflow_rows["flow"] == name]
@@ -260,7 +260,7 @@ def replication_summary(runs) -> dict[str, Any]:
                 se: dict[str, Any] = {"name": sub}
                 for m in [*REPORTED, "share"]:
                     if m in sg and sg[m].notna().any():
-                        se[m] = mean_ci(sg[m].dropna().tolist())
+                        se[m] = clip_to_range(mean_ci(sg[m].dropna().tolist()), m)
                 se["bytes"] = mean_ci(sg["bytes_delivered"].tolist())
                 if "links" in sg:
                     se["links"] = _union_links(sg["links"])
@@ -293,7 +293,7 @@ def _pm(c: dict[str, float], scale: float = 1.0, digits: int = 3) -> str:
         return "–"
     if c["n"] < 2:
         return f"{c['mean'] * scale:.{digits}g}"
-    return f"{c['mean'] * scale:.{digits}g} ± {(c['ci95_high'] - c['mean']) * scale:.2g}"
+    return interval_text(c, scale, digits)
 
 
 def print_replications(summary: dict[str, Any], name: str) -> None:

@@ -14,7 +14,7 @@ import pandas as pd
 
 from .api import jain_fairness
 from .experiment import JOURNAL, MANIFEST, SERIES_PARTS, ExperimentError, Journal, tables_from_records
-from .stats import mean_ci, summarize
+from .stats import interval_text, mean_ci, summarize
 from .units import parse_rate, parse_size, parse_time
 
 FLOW_METRICS = {  # column → (label, scale)
@@ -60,10 +60,7 @@ def _fmt_ci(c: dict[str, float], scale: float) -> str:
         return "–"
     if c["n"] < 2 or math.isnan(c["ci95_high"]):
         return f"{c['mean'] * scale:.4g}"
-    half = (c["ci95_high"] - c["mean"]) * scale
-    if abs(half) <= 1e-9 * abs(c["mean"] * scale):
-        half = 0.0  # rounding noise of identical values
-    return f"{c['mean'] * scale:.4g} ± {half:.2g}"
+    return interval_text(c, scale, 4)
 
 
 def point_summary(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
@@ -301,7 +298,8 @@ def make_report(directory: Path) -> Path:
     readable = flow_table[axes + ["flow", "n"]].copy()
     for m, (label, scale) in FLOW_METRICS.items():
         readable[label] = [
-            _fmt_ci({"mean": r[f"{m}_mean"], "ci95_low": r[f"{m}_ci95_low"], "ci95_high": r[f"{m}_ci95_high"], "n": r["n"]}, scale)
+            _fmt_ci({"mean": r[f"{m}_mean"], "ci95_low": r[f"{m}_ci95_low"], "ci95_high": r[f"{m}_ci95_high"],
+                     "n": r[f"{m}_n"]}, scale)
             for _, r in flow_table.iterrows()
         ]
     if links is not None:
@@ -346,7 +344,8 @@ def subflow_table(subflows: pd.DataFrame, axes: list[str], out: Path) -> pd.Data
     for m in metrics:
         label, scale = SUBFLOW_METRICS[m]
         readable[label] = [
-            _fmt_ci({"mean": r[f"{m}_mean"], "ci95_low": r[f"{m}_ci95_low"], "ci95_high": r[f"{m}_ci95_high"], "n": r["n"]}, scale)
+            _fmt_ci({"mean": r[f"{m}_mean"], "ci95_low": r[f"{m}_ci95_low"], "ci95_high": r[f"{m}_ci95_high"],
+                     "n": r[f"{m}_n"]}, scale)
             for _, r in table.iterrows()
         ]
     return readable
@@ -377,7 +376,8 @@ figcaption {{ text-align: center; font-size: 0.85em; color: #555; }}
 </style></head><body>
 <h1>netbraid report</h1>
 <p>{runs['run_id'].nunique()} runs from <code>{html.escape(str(directory))}</code>{'; swept: ' + html.escape(', '.join(axes)) if axes else ''}.
-Intervals are 95 % Student-t intervals over replications.</p>
+Intervals are 95 % Student-t intervals over replications, clipped to what each quantity can be (≥ 0; ≤ 100 % for rates);
+each cell counts the runs that have its metric.</p>
 <h2>Per point</h2>{_html_table(points)}
 <h2>Per flow</h2>{_html_table(flows)}
 {'<h2>Per subflow (path)</h2>' + _html_table(subflows) if subflows is not None else ''}

@@ -32,17 +32,46 @@ def relative_half_width(values: Sequence[float]) -> float:
     return (c["ci95_high"] - c["mean"]) / abs(c["mean"])
 
 
+#: Metrics that are fractions (at most 1); every metric netbraid reports is
+#: at least 0.
+FRACTIONS = frozenset({"loss_rate", "mean_loss_rate", "jain", "share"})
+
+
+def clip_to_range(c: dict[str, float], metric: str) -> dict[str, float]:
+    """A Student-t interval clipped to what the quantity can be (≥ 0; ≤ 1
+    for fractions): near a bound the symmetric interval would reach past it
+    (a loss rate of 0, 0 and 1 % gives −0.6 % … 1.3 %)."""
+    high = 1.0 if metric in FRACTIONS else math.inf
+    return {**c, "ci95_low": min(max(c["ci95_low"], 0.0), high), "ci95_high": min(max(c["ci95_high"], 0.0), high)}
+
+
+def interval_text(c: dict[str, float], scale: float = 1.0, digits: int = 4) -> str:
+    """"mean ± half-width", or "mean (low–high)" when the interval was
+    clipped at a bound and is no longer symmetric."""
+    mean, low, high = (c[k] * scale for k in ("mean", "ci95_low", "ci95_high"))
+    noise = 1e-9 * max(abs(mean), 1e-300)
+    if abs((mean - low) - (high - mean)) > noise:
+        return f"{mean:.{digits}g} ({low:.{digits}g}–{high:.{digits}g})"
+    half = high - mean
+    if abs(half) <= noise:
+        half = 0.0  # rounding noise of identical values
+    return f"{mean:.{digits}g} ± {half:.2g}"
+
+
 def summarize(df: pd.DataFrame, by: list[str], metrics: list[str]) -> pd.DataFrame:
-    """One row per group: for each metric its mean, ci95_low, ci95_high and n."""
+    """One row per group: `n`, its runs, and for each metric its mean,
+    ci95_low, ci95_high (clipped to the metric's range) and its own n (the
+    runs that have it: a UDP flow has no RTT)."""
     rows = []
     groups = df.groupby(by, sort=False, dropna=False) if by else [((), df)]
     for key, g in groups:
         key = key if isinstance(key, tuple) else (key,)
         row = dict(zip(by, key))
+        row["n"] = len(g)
         for m in metrics:
-            c = mean_ci(g[m].tolist())
-            row.update({f"{m}_mean": c["mean"], f"{m}_ci95_low": c["ci95_low"], f"{m}_ci95_high": c["ci95_high"]})
-            row["n"] = c["n"]
+            c = clip_to_range(mean_ci(g[m].tolist()), m)
+            row.update({f"{m}_mean": c["mean"], f"{m}_ci95_low": c["ci95_low"], f"{m}_ci95_high": c["ci95_high"],
+                        f"{m}_n": c["n"]})
         rows.append(row)
     return pd.DataFrame(rows)
 
