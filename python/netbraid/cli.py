@@ -53,7 +53,10 @@ def _options(
     version: bool = typer.Option(False, "--version", "-V", callback=_print_version, is_eager=True,
                                  help="Print netbraid's version and exit."),
 ) -> None:
-    """netbraid: throughput, loss and fairness of (multipath) transports over the paths you describe."""
+    # the app's help is Typer(help=…); --version acts in its callback
+    del version
+
+
 # Off a terminal rich assumes 80 columns, which folds the flow table; use more.
 out_console = Console(width=None if sys.stdout.isatty() else 130)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 130)

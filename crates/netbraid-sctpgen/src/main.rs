@@ -24,7 +24,7 @@ mod usrsctp;
 use std::net::Ipv4Addr;
 use std::ptr::{null, null_mut};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
 use libc::{c_int, c_void, sockaddr, sockaddr_in, socklen_t};
@@ -79,6 +79,14 @@ struct StackCounters {
     duplicate_chunks_received: u64,
 }
 
+/// Write a report as JSON to `out` (exit 2 if it cannot be written).
+fn write_report(out: &str, report: &impl Serialize) {
+    std::fs::write(out, serde_json::to_string(report).expect("plain numbers")).unwrap_or_else(|e| {
+        eprintln!("netbraid-sctpgen: writing {out}: {e}");
+        std::process::exit(2)
+    });
+}
+
 /// CPU time this process has used (user + system, all its threads: the
 /// stack's timer and receive threads too), seconds.
 fn cpu_seconds() -> f64 {
@@ -92,7 +100,7 @@ fn cpu_seconds() -> f64 {
 
 fn stack_counters() -> StackCounters {
     let mut w = vec![0u32; stat::WORDS + 16]; // (margin: the copy is the library's)
-    // SAFETY: w is writable for more words than the struct holds.
+                                              // SAFETY: w is writable for more words than the struct holds.
     unsafe { usrsctp_get_stat(w.as_mut_ptr()) };
     let at = |i: usize| w[i] as u64;
     StackCounters {
@@ -258,10 +266,7 @@ fn recv(cfg: RecvConfig) {
                 window_counters: window_counters(&counters),
                 cpu_s: cpu_seconds(),
             };
-            std::fs::write(&out, serde_json::to_string(&r).expect("plain numbers")).unwrap_or_else(|e| {
-                eprintln!("netbraid-sctpgen: writing {out}: {e}");
-                std::process::exit(2)
-            });
+            write_report(&out, &r);
         }
     };
     let deadline = cfg.until_ns;
@@ -394,19 +399,14 @@ fn send(cfg: SendConfig) {
     // let go of the process (a send blocked on a stalled association, a
     // close that lingers) a little after `stop_ns`, from what it has then.
     let finish = {
-        let (report, out, written) = (report.clone(), cfg.out.clone(), Arc::new(Mutex::new(false)));
+        let (report, out, once) = (report.clone(), cfg.out.clone(), Arc::new(Once::new()));
         move || {
-            let mut done = written.lock().expect("no panics hold it");
-            if !*done {
+            once.call_once(|| {
                 let mut r = report.lock().expect("no panics hold it");
                 r.window_counters = window_counters(&counters);
                 r.cpu_s = cpu_seconds();
-                std::fs::write(&out, serde_json::to_string(&*r).expect("plain numbers")).unwrap_or_else(|e| {
-                    eprintln!("netbraid-sctpgen: writing {out}: {e}");
-                    std::process::exit(2)
-                });
-                *done = true;
-            }
+                write_report(&out, &*r);
+            })
         }
     };
     let watchdog = finish.clone();
@@ -426,7 +426,13 @@ fn send(cfg: SendConfig) {
             break;
         }
         if t >= next_read {
-            read_paths(so, id, &cfg.remote, cfg.port, &mut report.lock().expect("no panics hold it").paths);
+            read_paths(
+                so,
+                id,
+                &cfg.remote,
+                cfg.port,
+                &mut report.lock().expect("no panics hold it").paths,
+            );
             next_read = t + INTERVAL_NS;
         }
         let len = cfg.bytes.map_or(msg.len() as u64, |b| (b - sent).min(msg.len() as u64)) as usize;

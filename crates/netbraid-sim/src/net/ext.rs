@@ -99,17 +99,26 @@ pub enum SctpChunk {
     },
 }
 
+/// Bytes on the wire of a DATA chunk carrying `len` bytes, padding included.
+pub fn data_chunk_bytes(len: u32) -> u32 {
+    (SCTP_DATA_HEADER + len).div_ceil(4) * 4
+}
+
+/// Bytes on the wire of a SACK chunk: header (4), cumulative TSN ack (4),
+/// a_rwnd (4), #gaps (2), #dups (2), then 4 per gap block and per duplicate.
+pub fn sack_chunk_bytes(gaps: usize, duplicates: usize) -> u32 {
+    16 + 4 * gaps as u32 + 4 * duplicates as u32
+}
+
 impl SctpChunk {
     /// Bytes on the wire, padding included.
     pub fn wire_bytes(&self) -> u32 {
-        let raw = match self {
-            SctpChunk::Data { len, .. } => SCTP_DATA_HEADER + len,
-            // header (4), cumulative TSN ack (4), a_rwnd (4), #gaps (2), #dups (2)
-            SctpChunk::Sack { gaps, duplicates, .. } => 16 + 4 * gaps.len() as u32 + 4 * duplicates.len() as u32,
+        match self {
+            SctpChunk::Data { len, .. } => data_chunk_bytes(*len),
+            SctpChunk::Sack { gaps, duplicates, .. } => sack_chunk_bytes(gaps.len(), duplicates.len()),
             // chunk header + heartbeat-info parameter (type, length, info)
-            SctpChunk::Heartbeat { .. } | SctpChunk::HeartbeatAck { .. } => 4 + 4 + SCTP_HEARTBEAT_INFO,
-        };
-        raw.div_ceil(4) * 4
+            SctpChunk::Heartbeat { .. } | SctpChunk::HeartbeatAck { .. } => (4 + 4 + SCTP_HEARTBEAT_INFO).div_ceil(4) * 4,
+        }
     }
 }
 

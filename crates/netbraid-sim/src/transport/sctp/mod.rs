@@ -40,7 +40,9 @@ use crate::endpoint::{Outbox, Received, Transmit};
 use crate::engine::time::{MILLISECOND, SECOND};
 use crate::engine::Time;
 use crate::error::SimError;
-use crate::net::ext::{Ext, SctpChunk, SctpChunks, SCTP_COMMON_HEADER, SCTP_DATA_HEADER};
+use crate::net::ext::{
+    data_chunk_bytes, sack_chunk_bytes, Ext, SctpChunk, SctpChunks, SCTP_COMMON_HEADER, SCTP_DATA_HEADER,
+};
 use crate::net::packet::{Body, SctpInline, SctpPacket, SCTP_INLINE_GAPS};
 use serde::{Deserialize, Serialize};
 
@@ -324,8 +326,8 @@ pub(crate) fn send_sack(
 /// Wire size of a packet holding just this chunk.
 fn inline_size(c: SctpInline) -> u32 {
     let chunk = match c {
-        SctpInline::Data { len, .. } => (SCTP_DATA_HEADER + len).div_ceil(4) * 4,
-        SctpInline::Sack { gap_count, .. } => 16 + 4 * gap_count as u32,
+        SctpInline::Data { len, .. } => data_chunk_bytes(len),
+        SctpInline::Sack { gap_count, .. } => sack_chunk_bytes(gap_count as usize, 0),
     };
     IP_HEADER + SCTP_COMMON_HEADER + chunk
 }

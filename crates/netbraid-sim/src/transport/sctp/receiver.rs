@@ -105,9 +105,7 @@ impl SctpReceiver {
                 self.held_bytes -= l as u64;
                 self.held_chunks -= 1;
             }
-            if !self.gaps.is_empty() {
-                self.gaps.prune_below(self.cum as u64 + 1);
-            }
+            self.gaps.prune_below(self.cum as u64 + 1);
             self.readable += delivered;
             self.total.delivered_bytes += delivered;
         } else {
@@ -157,8 +155,18 @@ impl SctpReceiver {
         }
     }
 
-    fn send_sack(&mut self, out: &mut Outbox) {
+    /// The gap-ack blocks to report, as offsets from the cumulative TSN
+    /// (inclusive; those beyond 16-bit offsets cannot be said).
+    fn gap_blocks(&self) -> impl Iterator<Item = (u16, u16)> + '_ {
         let base = self.cum as u64;
+        self.gaps
+            .ranges()
+            .iter()
+            .filter(move |&&(_, e)| e - 1 - base <= u16::MAX as u64)
+            .map(move |&(s, e)| ((s - base) as u16, (e - 1 - base) as u16))
+    }
+
+    fn send_sack(&mut self, out: &mut Outbox) {
         let a_rwnd = self.a_rwnd().min(u32::MAX as u64) as u32;
         let dac_packets = self.packets_since_sack.clamp(1, 2) as u8;
         self.packets_since_sack = 0;
@@ -168,27 +176,19 @@ impl SctpReceiver {
         self.total.acks_sent += 1;
         // Gap blocks and duplicates while they fit in one packet.
         let room = (self.cfg.mtu - IP_HEADER - SCTP_COMMON_HEADER - 16) / 4;
-        let blocks = self.gaps.ranges();
-        if self.duplicates.is_empty() && blocks.len() <= SCTP_INLINE_GAPS.min(room as usize) {
-            // the common SACK: few blocks, all within 16-bit offsets, in the packet body
+        if self.duplicates.is_empty() && self.gaps.ranges().len() <= SCTP_INLINE_GAPS.min(room as usize) {
+            // the common SACK: few blocks, in the packet body
             let mut gaps = [(0, 0); SCTP_INLINE_GAPS];
             let mut k = 0;
-            for &(s, e) in blocks.iter().filter(|&&(_, e)| e - 1 - base <= u16::MAX as u64) {
-                gaps[k] = ((s - base) as u16, (e - 1 - base) as u16);
+            for block in self.gap_blocks() {
+                gaps[k] = block;
                 k += 1;
             }
             send_sack(self.reply_path, self.cum, a_rwnd, &gaps[..k], dac_packets, out);
             return;
         }
         let dups: Vec<u32> = self.duplicates.drain(..).take(room as usize / 2).collect();
-        let gaps: Vec<(u16, u16)> = self
-            .gaps
-            .ranges()
-            .iter()
-            .filter(|&&(_, e)| e - 1 - base <= u16::MAX as u64)
-            .take(room as usize - dups.len())
-            .map(|&(s, e)| ((s - base) as u16, (e - 1 - base) as u16))
-            .collect();
+        let gaps: Vec<(u16, u16)> = self.gap_blocks().take(room as usize - dups.len()).collect();
         let sack = SctpChunk::Sack {
             cum_tsn: self.cum,
             a_rwnd,

@@ -10,7 +10,7 @@ use super::{inline_chunk, send_chunks, send_data, Fifo, Incoming, RtxPolicy, Sct
 use crate::endpoint::{Outbox, Received, Report, Scope, SenderState, Snapshot};
 use crate::engine::time::earliest;
 use crate::engine::{RandomStream, Time};
-use crate::net::ext::{SctpChunk, SCTP_COMMON_HEADER, SCTP_DATA_HEADER};
+use crate::net::ext::{data_chunk_bytes, SctpChunk, SCTP_COMMON_HEADER};
 use crate::net::packet::SctpInline;
 use crate::trace::counters::TransportCounters;
 use crate::transport::tcp::{RangeSet, RttEstimator};
@@ -419,7 +419,7 @@ impl SctpSender {
             if c.rtx_dest as usize != d {
                 continue;
             }
-            let bytes = (SCTP_DATA_HEADER + c.len).div_ceil(4) * 4;
+            let bytes = data_chunk_bytes(c.len);
             if size + bytes > self.cfg.mtu && !chunks.is_empty() {
                 break;
             }
@@ -461,7 +461,7 @@ impl SctpSender {
             if (len as u64) < natural && !self.done_writing() && in_flight(self) {
                 break;
             }
-            let bytes = (SCTP_DATA_HEADER + len).div_ceil(4) * 4;
+            let bytes = data_chunk_bytes(len);
             if size + bytes > self.cfg.mtu && !chunks.is_empty() {
                 break;
             }
@@ -671,6 +671,14 @@ impl SctpSender {
 
     // ---- SACKs -------------------------------------------------------------
 
+    /// A SACK arrived on `path` (counted there; ignored once aborted).
+    fn sack_arrived(&mut self, now: Time, path: usize, cum: u32, a_rwnd: u32, gaps: &[(u16, u16)], dac_packets: u8) {
+        self.dests[path].stats.acks_received += 1;
+        if !self.aborted {
+            self.on_sack(now, cum, a_rwnd, gaps, dac_packets);
+        }
+    }
+
     fn on_sack(&mut self, now: Time, cum: u32, a_rwnd: u32, gaps: &[(u16, u16)], dac_packets: u8) {
         if cum < self.front_tsn - 1 || cum >= self.next_tsn {
             return; // older than one already processed, or acks unsent data
@@ -741,9 +749,7 @@ impl SctpSender {
             self.buffered -= c.len as u64;
             self.front_tsn += 1;
         }
-        if !self.scoreboard.is_empty() {
-            self.scoreboard.prune_below(self.front_tsn as u64);
-        }
+        self.scoreboard.prune_below(self.front_tsn as u64);
         // Fast recovery ends once its point is acknowledged (per destination
         // under CMT: its own oldest outstanding TSN passes the point).
         for d in 0..n {
@@ -981,8 +987,7 @@ impl SctpSender {
         found
     }
 
-    /// The first chunk at or above TSN `from` that `is` holds for (mostly
-    /// found within a few chunks: a plain walk, no iterator set-up).
+    /// The first chunk at or above TSN `from` that `is` holds for.
     fn first_from(&self, from: u32, is: impl Fn(&Chunk) -> bool) -> Option<u32> {
         let live = self.chunks.as_slice();
         let start = (from.saturating_sub(self.front_tsn) as usize).min(live.len());
@@ -1043,41 +1048,31 @@ impl StreamSender for SctpSender {
             gaps,
         }) = inline_chunk(&rx)
         {
-            self.dests[path].stats.acks_received += 1;
-            if !self.aborted {
-                self.on_sack(now, cum_tsn, a_rwnd, &gaps[..gap_count as usize], dac_packets);
-            }
-            self.transmit(now, out);
-            self.check_complete(now);
-            return;
-        }
-        let Some(incoming) = Incoming::new(rx) else { return };
-        for chunk in incoming.chunks() {
-            match *chunk {
-                SctpChunk::Sack {
-                    cum_tsn,
-                    a_rwnd,
-                    ref gaps,
-                    dac_packets,
-                    ..
-                } => {
-                    self.dests[path].stats.acks_received += 1;
-                    if !self.aborted {
-                        self.on_sack(now, cum_tsn, a_rwnd, gaps, dac_packets);
-                    }
-                }
-                SctpChunk::HeartbeatAck { dest, sent_at } => {
-                    let d = dest as usize;
-                    if d < self.dests.len() {
-                        // a late answer still shows the path works; only
-                        // the one awaited gives an RTT sample
-                        if self.dests[d].heartbeat_out == Some(sent_at) {
-                            self.dests[d].rtt.on_sample(now - sent_at);
+            self.sack_arrived(now, path, cum_tsn, a_rwnd, &gaps[..gap_count as usize], dac_packets);
+        } else {
+            let Some(incoming) = Incoming::new(rx) else { return };
+            for chunk in incoming.chunks() {
+                match *chunk {
+                    SctpChunk::Sack {
+                        cum_tsn,
+                        a_rwnd,
+                        ref gaps,
+                        dac_packets,
+                        ..
+                    } => self.sack_arrived(now, path, cum_tsn, a_rwnd, gaps, dac_packets),
+                    SctpChunk::HeartbeatAck { dest, sent_at } => {
+                        let d = dest as usize;
+                        if d < self.dests.len() {
+                            // a late answer still shows the path works; only
+                            // the one awaited gives an RTT sample
+                            if self.dests[d].heartbeat_out == Some(sent_at) {
+                                self.dests[d].rtt.on_sample(now - sent_at);
+                            }
+                            self.heard_from(d);
                         }
-                        self.heard_from(d);
                     }
+                    SctpChunk::Data { .. } | SctpChunk::Heartbeat { .. } => {}
                 }
-                SctpChunk::Data { .. } | SctpChunk::Heartbeat { .. } => {}
             }
         }
         self.transmit(now, out);

@@ -141,10 +141,16 @@ impl RangeSet {
     }
 
     /// Forget everything below `ack`.
+    #[inline]
     pub fn prune_below(&mut self, ack: u64) {
-        if self.ranges().first().is_some_and(|r| r.0 >= ack) {
-            return; // nothing below it (the receiver's usual case: the hole is still open)
+        // usually nothing lies below it (a receiver's hole still open, a
+        // sender's scoreboard empty): callers on every packet pay a compare
+        if self.ranges().first().is_some_and(|r| r.0 < ack) {
+            self.prune_some_below(ack);
         }
+    }
+
+    fn prune_some_below(&mut self, ack: u64) {
         let gone = self.ranges().partition_point(|r| r.1 <= ack);
         let mut removed: u64 = self.ranges()[..gone].iter().map(|(s, e)| e - s).sum();
         self.head += gone;
