@@ -860,6 +860,18 @@ def emu_check() -> None:
     out_console.print("SCTP (usrsctp): " + (f"ready ({platform.sctpgen()})" if sctp is None else f"unavailable: {sctp}"))
 
 
+@app.command(
+    "proxy",
+    add_help_option=False,
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)
+def proxy(ctx: typer.Context) -> None:
+    """A split-TCP proxy (fixed upstream, SOCKS5 or transparent): `netbraid proxy --help`."""
+    from .entry import run_proxy
+
+    run_proxy(ctx.args)
+
+
 @emu_app.command("cleanup")
 def emu_cleanup() -> None:
     """Remove what crashed emu runs left behind (namespaces of runs whose

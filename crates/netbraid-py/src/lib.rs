@@ -66,6 +66,13 @@ fn udpgen_main(py: Python<'_>, args: Vec<String>) -> i32 {
     py.allow_threads(|| netbraid_udpgen::main_with_args(&args))
 }
 
+/// Run the split-TCP proxy in this process (`netbraid proxy ARGS...`);
+/// returns its exit status after a clean shutdown (SIGTERM or SIGINT).
+#[pyfunction]
+fn proxy_main(py: Python<'_>, args: Vec<String>) -> i32 {
+    py.allow_threads(|| netbraid_proxy::main_with_args(&args))
+}
+
 #[pymodule]
 fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
@@ -75,6 +82,7 @@ fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(controllers_json, m)?)?;
     m.add_function(wrap_pyfunction!(linkemu_main, m)?)?;
     m.add_function(wrap_pyfunction!(udpgen_main, m)?)?;
+    m.add_function(wrap_pyfunction!(proxy_main, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

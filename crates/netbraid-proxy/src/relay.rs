@@ -1,0 +1,271 @@
+//! Moving one direction of a connection: bytes from one leg's socket into
+//! the other's, through a pipe with splice(2) so they never enter user
+//! space (a copying fallback where the kernel refuses to splice a socket).
+//!
+//! Each direction alternates: fill the pipe from the source while it is
+//! empty, then drain it into the destination until it is empty. A pipe can
+//! fill by slots before it fills by bytes (one slot per received fragment),
+//! so only an empty pipe makes "nothing to read" mean the socket is empty —
+//! the alternation keeps readiness exact, and the kernel's socket buffers
+//! keep both legs busy meanwhile. What a direction holds is bounded by its
+//! pipe (`--buffer`), and all directions together by the memory budget: a
+//! byte is read only once the budget has room for it, so a peer that stops
+//! reading stops its sender, never the proxy's memory.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use socket2::SockRef;
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+use tokio::sync::Semaphore;
+
+/// Largest single read: the budget is taken in pieces this size so that one
+/// large buffer cannot hold it all while idle.
+const CHUNK: usize = 64 * 1024;
+
+/// Which leg a socket is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Leg {
+    Client,
+    Upstream,
+}
+
+impl Leg {
+    pub fn name(self) -> &'static str {
+        match self {
+            Leg::Client => "client",
+            Leg::Upstream => "upstream",
+        }
+    }
+}
+
+/// Why a direction stopped before its end of stream.
+#[derive(Debug)]
+pub enum Stop {
+    /// The leg sent RST (or went away while written to).
+    Reset(Leg),
+    Error(Leg, io::Error),
+}
+
+/// One direction's view of its connection and of the whole proxy.
+pub struct Direction<'a> {
+    pub src: &'a TcpStream,
+    pub src_leg: Leg,
+    pub dst: &'a TcpStream,
+    pub dst_leg: Leg,
+    /// Pipe (or copy buffer) size.
+    pub buffer: usize,
+    /// Bytes the whole proxy may hold (permits are bytes).
+    pub budget: &'a Semaphore,
+    /// Bytes this direction delivered.
+    pub moved: &'a AtomicU64,
+    /// Bytes all connections delivered in this direction.
+    pub total: &'a AtomicU64,
+    /// Milliseconds since start at the last byte moved (for the idle timeout).
+    pub last_activity: &'a AtomicU64,
+    pub now_ms: &'a (dyn Fn() -> u64 + Sync),
+}
+
+/// Relays until the source's end of stream has been passed on (FIN: the
+/// other direction goes on, a half-close), or until a leg fails.
+pub async fn run(d: Direction<'_>) -> Result<(), Stop> {
+    match Pipe::new(d.buffer) {
+        Ok(pipe) => match spliced(&d, &pipe).await {
+            Err(Spliced::Unsupported) => copied(&d).await,
+            Err(Spliced::Stop(s)) => Err(s),
+            Ok(()) => Ok(()),
+        },
+        // Out of pipes (file descriptors): copying needs none.
+        Err(_) => copied(&d).await,
+    }
+}
+
+enum Spliced {
+    /// The kernel cannot splice this socket (before any byte moved).
+    Unsupported,
+    Stop(Stop),
+}
+
+async fn spliced(d: &Direction<'_>, pipe: &Pipe) -> Result<(), Spliced> {
+    let (src, dst) = (d.src.as_raw_fd(), d.dst.as_raw_fd());
+    let mut first = true;
+    loop {
+        // Fill: the pipe is empty here.
+        let want = pipe.cap.min(CHUNK);
+        d.src.readable().await.map_err(|e| Spliced::Stop(stop(d.src_leg, e)))?;
+        d.budget
+            .acquire_many(want as u32)
+            .await
+            .expect("the budget is never closed")
+            .forget();
+        let got = d
+            .src
+            .try_io(Interest::READABLE, || splice(src, pipe.w.as_raw_fd(), want));
+        let held = match got {
+            Ok(n) => {
+                d.budget.add_permits(want - n);
+                n
+            }
+            Err(e) => {
+                d.budget.add_permits(want);
+                if e.kind() == io::ErrorKind::WouldBlock {
+                    continue;
+                }
+                if first && e.raw_os_error() == Some(libc::EINVAL) {
+                    return Err(Spliced::Unsupported);
+                }
+                return Err(Spliced::Stop(stop(d.src_leg, e)));
+            }
+        };
+        first = false;
+        if held == 0 {
+            return finish(d).map_err(Spliced::Stop);
+        }
+        // Drain: until the pipe is empty again.
+        let mut left = held;
+        while left > 0 {
+            d.dst.writable().await.map_err(|e| Spliced::Stop(stop(d.dst_leg, e)))?;
+            match d
+                .dst
+                .try_io(Interest::WRITABLE, || splice(pipe.r.as_raw_fd(), dst, left))
+            {
+                Ok(0) => {
+                    d.budget.add_permits(left);
+                    let e = io::Error::new(io::ErrorKind::WriteZero, "splice wrote nothing from a full pipe");
+                    return Err(Spliced::Stop(Stop::Error(d.dst_leg, e)));
+                }
+                Ok(n) => {
+                    left -= n;
+                    delivered(d, n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => {
+                    d.budget.add_permits(left);
+                    return Err(Spliced::Stop(stop(d.dst_leg, e)));
+                }
+            }
+        }
+    }
+}
+
+async fn copied(d: &Direction<'_>) -> Result<(), Stop> {
+    let mut buf = vec![0u8; d.buffer.clamp(1, CHUNK)];
+    loop {
+        let want = buf.len();
+        d.src.readable().await.map_err(|e| stop(d.src_leg, e))?;
+        d.budget
+            .acquire_many(want as u32)
+            .await
+            .expect("the budget is never closed")
+            .forget();
+        let held = match d.src.try_read(&mut buf) {
+            Ok(n) => {
+                d.budget.add_permits(want - n);
+                n
+            }
+            Err(e) => {
+                d.budget.add_permits(want);
+                if e.kind() == io::ErrorKind::WouldBlock {
+                    continue;
+                }
+                return Err(stop(d.src_leg, e));
+            }
+        };
+        if held == 0 {
+            return finish(d);
+        }
+        let mut from = 0;
+        while from < held {
+            d.dst.writable().await.map_err(|e| stop(d.dst_leg, e))?;
+            match d.dst.try_write(&buf[from..held]) {
+                Ok(n) => {
+                    from += n;
+                    delivered(d, n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => {
+                    d.budget.add_permits(held - from);
+                    return Err(stop(d.dst_leg, e));
+                }
+            }
+        }
+    }
+}
+
+fn delivered(d: &Direction<'_>, n: usize) {
+    d.budget.add_permits(n);
+    d.moved.fetch_add(n as u64, Ordering::Relaxed);
+    d.total.fetch_add(n as u64, Ordering::Relaxed);
+    d.last_activity.store((d.now_ms)(), Ordering::Relaxed);
+}
+
+/// The source's FIN, passed on.
+fn finish(d: &Direction<'_>) -> Result<(), Stop> {
+    match SockRef::from(d.dst).shutdown(std::net::Shutdown::Write) {
+        Ok(()) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => Err(Stop::Reset(d.dst_leg)),
+        Err(e) => Err(stop(d.dst_leg, e)),
+    }
+}
+
+fn stop(leg: Leg, e: io::Error) -> Stop {
+    match e.raw_os_error() {
+        Some(libc::ECONNRESET) | Some(libc::EPIPE) | Some(libc::ECONNABORTED) => Stop::Reset(leg),
+        _ => Stop::Error(leg, e),
+    }
+}
+
+fn splice(from: RawFd, to: RawFd, len: usize) -> io::Result<usize> {
+    // SAFETY: both descriptors are open for the duration of the call (the
+    // sockets and the pipe outlive it); null offsets mean "current position".
+    let n = unsafe {
+        libc::splice(
+            from,
+            std::ptr::null_mut(),
+            to,
+            std::ptr::null_mut(),
+            len,
+            libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// A non-blocking pipe sized to the direction's buffer (as far as the
+/// kernel allows: /proc/sys/fs/pipe-max-size for unprivileged users).
+struct Pipe {
+    r: OwnedFd,
+    w: OwnedFd,
+    cap: usize,
+}
+
+impl Pipe {
+    fn new(want: usize) -> io::Result<Pipe> {
+        let mut fds = [0 as RawFd; 2];
+        // SAFETY: fds has room for the two descriptors pipe2 writes.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: pipe2 succeeded, so both are open descriptors we now own.
+        let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        // SAFETY: fcntl on an open descriptor; a refused size leaves the default.
+        let cap = unsafe {
+            libc::fcntl(w.as_raw_fd(), libc::F_SETPIPE_SZ, want.max(4096) as libc::c_int);
+            libc::fcntl(w.as_raw_fd(), libc::F_GETPIPE_SZ)
+        };
+        if cap <= 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Pipe {
+            r,
+            w,
+            cap: (cap as usize).min(want.max(4096)),
+        })
+    }
+}

@@ -1,0 +1,723 @@
+//! Accepting, choosing each connection's destination, reaching it, and
+//! relaying both directions until both have ended; then one record.
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use socket2::{Domain, SockRef, Socket, Type};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+
+use crate::config::{Config, Mode};
+use crate::leg;
+use crate::observe::{Counters, Record, RecordLog};
+use crate::relay::{self, Direction, Leg, Stop};
+use crate::socks5::{self, reply, Parse, Target};
+
+/// File descriptors per connection: two sockets and two pipes.
+const FDS_PER_CONNECTION: usize = 6;
+
+struct Shared {
+    cfg: Config,
+    counters: Arc<Counters>,
+    records: RecordLog,
+    /// Bytes held by all connections (permits are bytes).
+    budget: Semaphore,
+    epoch: Instant,
+    next_id: AtomicU64,
+    /// Set when the drain time is over: connections still open close.
+    closing: watch::Receiver<bool>,
+}
+
+impl Shared {
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    fn say(&self, msg: impl AsRef<str>) {
+        if !self.cfg.quiet {
+            eprintln!("netbraid proxy: {}", msg.as_ref());
+        }
+    }
+}
+
+/// How a connection ended.
+enum Ending {
+    /// Reached the upstream; the reason it closed.
+    Relayed(String),
+    /// Denied: allow-list, authentication, a malformed or unsupported request.
+    Refused(String),
+    /// Allowed, but the upstream could not be reached.
+    Failed(String),
+}
+
+pub fn run(cfg: Config) -> i32 {
+    let threads = cfg
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("netbraid proxy: error: cannot start the runtime: {e}");
+            return 1;
+        }
+    };
+    rt.block_on(serve(cfg))
+}
+
+async fn serve(mut cfg: Config) -> i32 {
+    if let Err(msg) =
+        leg::check("upstream", &cfg.upstream, cfg.mptcp).and_then(|_| leg::check("client", &cfg.client, false))
+    {
+        eprintln!("netbraid proxy: error: {msg}");
+        return 2;
+    }
+    let fd_room = raise_fd_limit();
+    let most = fd_room.saturating_sub(64) / FDS_PER_CONNECTION;
+    if cfg.max_connections > most {
+        eprintln!(
+            "netbraid proxy: note: --max-connections {} needs {} file descriptors; this process may open {}, \
+             so at most {} connections are relayed at once",
+            cfg.max_connections,
+            cfg.max_connections * FDS_PER_CONNECTION + 64,
+            fd_room,
+            most.max(1)
+        );
+        cfg.max_connections = most.max(1);
+    }
+    let listener = match listen(&cfg) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("netbraid proxy: error: --listen {}: {e}", cfg.listen);
+            return 2;
+        }
+    };
+    let metrics = match cfg.metrics {
+        None => None,
+        Some(m) => match TcpListener::bind(m).await {
+            Ok(l) => Some(l),
+            Err(e) => {
+                eprintln!("netbraid proxy: error: --metrics {m}: {e}");
+                return 2;
+            }
+        },
+    };
+    let records = match RecordLog::open(cfg.log_json.as_deref()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!(
+                "netbraid proxy: error: --log-json {}: {e}",
+                cfg.log_json.as_ref().unwrap().display()
+            );
+            return 2;
+        }
+    };
+    let (close_tx, closing) = watch::channel(false);
+    let counters = Arc::new(Counters::default());
+    let slots = Arc::new(Semaphore::new(cfg.max_connections));
+    let shared = Arc::new(Shared {
+        budget: Semaphore::new(cfg.max_memory),
+        counters: counters.clone(),
+        records,
+        epoch: Instant::now(),
+        next_id: AtomicU64::new(1),
+        closing,
+        cfg,
+    });
+    if let Some(m) = metrics {
+        tokio::spawn(crate::observe::serve_metrics(m, counters.clone()));
+    }
+    banner(&shared);
+
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        eprintln!("netbraid proxy: error: cannot handle SIGTERM/SIGINT");
+        return 1;
+    };
+    loop {
+        let permit = tokio::select! {
+            p = slots.clone().acquire_owned() => p.expect("never closed"),
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+        };
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+        };
+        match accepted {
+            Ok((stream, peer)) => {
+                tokio::spawn(handle(shared.clone(), stream, peer, permit));
+            }
+            Err(e) => {
+                // Out of descriptors or memory for a moment: wait rather than spin.
+                eprintln!("netbraid proxy: accept: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+    drop(listener);
+    let active = counters.active.load(Ordering::Relaxed);
+    let drain = shared.cfg.drain_timeout;
+    shared.say(format!(
+        "stopped accepting; {active} connection(s) may finish within {drain:?}"
+    ));
+    let deadline = Instant::now() + drain;
+    while counters.active.load(Ordering::Relaxed) > 0 && Instant::now() < deadline {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+        }
+    }
+    let left = counters.active.load(Ordering::Relaxed);
+    if left > 0 {
+        shared.say(format!("closing {left} connection(s) still open"));
+        let _ = close_tx.send(true);
+        let until = Instant::now() + Duration::from_secs(2);
+        while counters.active.load(Ordering::Relaxed) > 0 && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    shared.say(format!(
+        "exit: {} connection(s), {} relayed, {} refused, {} failed; {} B up, {} B down",
+        counters.accepted.load(Ordering::Relaxed),
+        counters.relayed.load(Ordering::Relaxed),
+        counters.refused.load(Ordering::Relaxed),
+        counters.failed.load(Ordering::Relaxed),
+        counters.bytes_up.load(Ordering::Relaxed),
+        counters.bytes_down.load(Ordering::Relaxed),
+    ));
+    0
+}
+
+fn banner(s: &Shared) {
+    let c = &s.cfg;
+    let to = match &c.mode {
+        Mode::Fixed(to) => format!("relaying to {to}"),
+        Mode::Socks5 => format!(
+            "SOCKS5{}",
+            if c.socks5_auth.is_some() {
+                " with username/password"
+            } else {
+                " without authentication"
+            }
+        ),
+        Mode::Transparent => "transparent (REDIRECT / TPROXY)".into(),
+    };
+    let rules: Vec<String> = c.allow.rules().iter().map(|r| r.to_string()).collect();
+    s.say(format!(
+        "listening on {} ({to}); allowed: {}",
+        c.listen,
+        rules.join("; ")
+    ));
+    if let Some(v) = c.via_socks5 {
+        s.say(format!("upstream through the next proxy at {v}"));
+    }
+    s.say(format!(
+        "at most {} connections; {} KiB per direction, {} MiB in all{}",
+        c.max_connections,
+        c.buffer / 1024,
+        c.max_memory >> 20,
+        if c.mptcp { "; upstream over MPTCP" } else { "" }
+    ));
+}
+
+/// The highest descriptor count this process may use (the soft limit is
+/// raised to the hard one).
+fn raise_fd_limit() -> usize {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a valid pointer.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return 1024;
+        }
+        if lim.rlim_cur < lim.rlim_max {
+            let want = libc::rlimit {
+                rlim_cur: lim.rlim_max,
+                rlim_max: lim.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &want) == 0 {
+                lim.rlim_cur = lim.rlim_max;
+            }
+        }
+    }
+    lim.rlim_cur.min(1 << 24) as usize
+}
+
+fn listen(cfg: &Config) -> io::Result<TcpListener> {
+    let sock = Socket::new(Domain::for_address(cfg.listen), Type::STREAM.nonblocking(), None)?;
+    sock.set_reuse_address(true)?;
+    if cfg.listen.is_ipv6() {
+        let _ = sock.set_only_v6(true);
+    }
+    if cfg.mode == Mode::Transparent {
+        // TPROXY needs it (and CAP_NET_ADMIN); REDIRECT does not.
+        let r = if cfg.listen.is_ipv4() {
+            sock.set_ip_transparent_v4(true)
+        } else {
+            sock.set_ip_transparent_v6(true)
+        };
+        if let Err(e) = r {
+            if !cfg.quiet {
+                eprintln!("netbraid proxy: note: IP_TRANSPARENT refused ({e}): REDIRECT works, TPROXY does not");
+            }
+        }
+    }
+    // Accepted sockets inherit the client leg's buffers and controller.
+    cfg.client.apply(SockRef::from(&sock))?;
+    sock.bind(&cfg.listen.into())?;
+    sock.listen(1024)?;
+    TcpListener::from_std(sock.into())
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Decrements the active count however the connection's task ends.
+struct Active(Arc<Counters>);
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.0.active.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+async fn handle(shared: Arc<Shared>, client: TcpStream, peer: SocketAddr, _slot: OwnedSemaphorePermit) {
+    let c = &shared.counters;
+    c.accepted.fetch_add(1, Ordering::Relaxed);
+    c.active.fetch_add(1, Ordering::Relaxed);
+    let _active = Active(c.clone());
+    let mut rec = Record {
+        id: shared.next_id.fetch_add(1, Ordering::Relaxed),
+        start_unix: unix_now(),
+        client: peer.to_string(),
+        listen: shared.cfg.listen.to_string(),
+        mode: shared.cfg.mode.name(),
+        ..Default::default()
+    };
+    let started = Instant::now();
+    let _ = shared.cfg.client.apply(SockRef::from(&client));
+    let up = AtomicU64::new(0);
+    let down = AtomicU64::new(0);
+    let mut closing = shared.closing.clone();
+    let ending = tokio::select! {
+        e = connection(&shared, &client, &mut rec, &up, &down) => e,
+        _ = closing.wait_for(|&c| c) => {
+            leg::reset_on_close(&client);
+            Ending::Relayed("proxy shut down".into())
+        }
+    };
+    rec.end_unix = unix_now();
+    rec.duration_s = started.elapsed().as_secs_f64();
+    rec.bytes_up = up.load(Ordering::Relaxed);
+    rec.bytes_down = down.load(Ordering::Relaxed);
+    let (outcome, reason) = match ending {
+        Ending::Relayed(r) => {
+            c.relayed.fetch_add(1, Ordering::Relaxed);
+            ("relayed", r)
+        }
+        Ending::Refused(r) => {
+            c.refused.fetch_add(1, Ordering::Relaxed);
+            let dest = rec.destination.as_deref().unwrap_or("-");
+            eprintln!("netbraid proxy: refused {peer} -> {dest}: {r}");
+            ("refused", r)
+        }
+        Ending::Failed(r) => {
+            c.failed.fetch_add(1, Ordering::Relaxed);
+            let dest = rec.destination.as_deref().unwrap_or("-");
+            eprintln!("netbraid proxy: could not relay {peer} -> {dest}: {r}");
+            ("failed", r)
+        }
+    };
+    if reason.contains("reset") {
+        c.resets.fetch_add(1, Ordering::Relaxed);
+    }
+    if reason.contains("timeout") {
+        c.timeouts.fetch_add(1, Ordering::Relaxed);
+    }
+    rec.outcome = outcome;
+    rec.reason = reason;
+    shared.records.write(&rec);
+}
+
+async fn connection(shared: &Shared, client: &TcpStream, rec: &mut Record, up: &AtomicU64, down: &AtomicU64) -> Ending {
+    let cfg = &shared.cfg;
+    let socks = cfg.mode == Mode::Socks5;
+    // Where to.
+    let mut early = Vec::new(); // bytes a SOCKS5 client sent after its request
+    let dest = match &cfg.mode {
+        Mode::Fixed(to) => {
+            rec.destination = Some(to.to_string());
+            *to
+        }
+        Mode::Transparent => {
+            let d = match leg::original_destination(client) {
+                Ok(d) => d,
+                Err(e) => return Ending::Failed(format!("original destination: {e}")),
+            };
+            rec.destination = Some(d.to_string());
+            if is_self(d, cfg.listen) {
+                return Ending::Refused("addressed to the proxy itself, not redirected (a loop)".into());
+            }
+            d
+        }
+        Mode::Socks5 => {
+            let hs = tokio::time::timeout(
+                cfg.handshake_timeout,
+                socks5_handshake(client, cfg.socks5_auth.as_ref()),
+            );
+            let (target, rest) = match hs.await {
+                Err(_) => return Ending::Refused(format!("handshake timeout ({:?})", cfg.handshake_timeout)),
+                Ok(Err(why)) => return Ending::Refused(why),
+                Ok(Ok(t)) => t,
+            };
+            early = rest;
+            rec.destination = Some(target.to_string());
+            match choose(shared, &target).await {
+                Ok(d) => d,
+                Err((code, ending)) => {
+                    let _ = client_reply(client, code, None).await;
+                    return ending;
+                }
+            }
+        }
+    };
+    if !cfg.allow.permits(dest) {
+        if socks {
+            let _ = client_reply(client, reply::NOT_ALLOWED, None).await;
+        }
+        return Ending::Refused(format!("{dest} is not in --allow"));
+    }
+    rec.upstream = Some(dest.to_string());
+    rec.via = cfg.via_socks5.map(|v| v.to_string());
+    // Reach it.
+    let upstream = match connect_upstream(cfg, dest).await {
+        Ok(s) => s,
+        Err((code, why)) => {
+            if socks {
+                let _ = client_reply(client, code, None).await;
+            } else {
+                // The client sees what it would have seen from the server.
+                leg::reset_on_close(client);
+            }
+            return Ending::Failed(why);
+        }
+    };
+    if socks
+        && client_reply(client, reply::SUCCEEDED, upstream.local_addr().ok())
+            .await
+            .is_err()
+    {
+        return Ending::Relayed("client reset".into());
+    }
+    if !early.is_empty() {
+        if write_all(&upstream, &early).await.is_err() {
+            return Ending::Relayed("upstream reset".into());
+        }
+        up.fetch_add(early.len() as u64, Ordering::Relaxed);
+        shared
+            .counters
+            .bytes_up
+            .fetch_add(early.len() as u64, Ordering::Relaxed);
+    }
+    relay_both(shared, client, &upstream, up, down).await
+}
+
+async fn relay_both(
+    shared: &Shared,
+    client: &TcpStream,
+    upstream: &TcpStream,
+    up: &AtomicU64,
+    down: &AtomicU64,
+) -> Ending {
+    let cfg = &shared.cfg;
+    let last = AtomicU64::new(shared.now_ms());
+    let now = || shared.now_ms();
+    let direction = |src, src_leg, dst, dst_leg, moved, total| Direction {
+        src,
+        src_leg,
+        dst,
+        dst_leg,
+        buffer: cfg.buffer,
+        budget: &shared.budget,
+        moved,
+        total,
+        last_activity: &last,
+        now_ms: &now,
+    };
+    let to_upstream = direction(
+        client,
+        Leg::Client,
+        upstream,
+        Leg::Upstream,
+        up,
+        &shared.counters.bytes_up,
+    );
+    let to_client = direction(
+        upstream,
+        Leg::Upstream,
+        client,
+        Leg::Client,
+        down,
+        &shared.counters.bytes_down,
+    );
+    let both = async { tokio::try_join!(relay::run(to_upstream), relay::run(to_client)) };
+    let idle = async {
+        match cfg.idle_timeout {
+            None => std::future::pending::<()>().await,
+            Some(limit) => loop {
+                let since = Duration::from_millis(shared.now_ms().saturating_sub(last.load(Ordering::Relaxed)));
+                if since >= limit {
+                    return;
+                }
+                tokio::time::sleep(limit - since).await;
+            },
+        }
+    };
+    tokio::select! {
+        r = both => match r {
+            Ok(_) => Ending::Relayed("closed".into()),
+            Err(Stop::Reset(leg)) => {
+                // Pass the reset on to the other leg.
+                leg::reset_on_close(if leg == Leg::Client { upstream } else { client });
+                Ending::Relayed(format!("{} reset", leg.name()))
+            }
+            Err(Stop::Error(leg, e)) => {
+                leg::reset_on_close(client);
+                leg::reset_on_close(upstream);
+                Ending::Relayed(format!("{} error: {e}", leg.name()))
+            }
+        },
+        _ = idle => Ending::Relayed(format!("idle timeout ({limit:?})", limit = cfg.idle_timeout.unwrap_or_default())),
+    }
+}
+
+/// A SOCKS5 target as an allowed address: a name is resolved and the
+/// first address the allow-list permits is used (the one checked is the
+/// one connected to).
+async fn choose(shared: &Shared, target: &Target) -> Result<SocketAddr, (u8, Ending)> {
+    match target {
+        Target::Addr(a) => Ok(*a),
+        Target::Name(host, port) => {
+            let lookup = tokio::net::lookup_host((host.as_str(), *port));
+            let addrs: Vec<SocketAddr> = match tokio::time::timeout(shared.cfg.connect_timeout, lookup).await {
+                Err(_) => {
+                    return Err((
+                        reply::HOST_UNREACHABLE,
+                        Ending::Failed(format!("resolving {host}: timeout")),
+                    ))
+                }
+                Ok(Err(e)) => {
+                    return Err((
+                        reply::HOST_UNREACHABLE,
+                        Ending::Failed(format!("resolving {host}: {e}")),
+                    ))
+                }
+                Ok(Ok(a)) => a.collect(),
+            };
+            match addrs.iter().find(|a| shared.cfg.allow.permits(**a)) {
+                Some(a) => Ok(*a),
+                None => {
+                    let list: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
+                    Err((
+                        reply::NOT_ALLOWED,
+                        Ending::Refused(format!("{host}:{port} is {}: not in --allow", list.join(", "))),
+                    ))
+                }
+            }
+        }
+    }
+}
+
+/// The upstream connection, direct or through the next proxy of a chain.
+async fn connect_upstream(cfg: &Config, dest: SocketAddr) -> Result<TcpStream, (u8, String)> {
+    let hop = cfg.via_socks5.unwrap_or(dest);
+    let what = if cfg.via_socks5.is_some() {
+        "next proxy"
+    } else {
+        "connect"
+    };
+    let stream = leg::connect(hop, &cfg.upstream, cfg.mptcp, cfg.upstream_bind, cfg.connect_timeout)
+        .await
+        .map_err(|e| (reply_for(&e), format!("{what} {hop}: {e}")))?;
+    if cfg.via_socks5.is_some() {
+        let ask = async {
+            let s = &stream;
+            write_all(s, &[socks5::VERSION, 1, socks5::NO_AUTH]).await?;
+            let mut m = [0u8; 2];
+            read_exact(s, &mut m).await?;
+            if m != [socks5::VERSION, socks5::NO_AUTH] {
+                return Err(io::Error::other("the next proxy wants authentication or is not SOCKS5"));
+            }
+            write_all(s, &socks5::request_bytes(dest)).await?;
+            let mut buf = Vec::new();
+            loop {
+                match socks5::parse_reply(&buf) {
+                    Parse::Need(n) => {
+                        let at = buf.len();
+                        buf.resize(at + n, 0);
+                        read_exact(s, &mut buf[at..]).await?;
+                    }
+                    Parse::Done(code, _) => return Ok(code),
+                    Parse::Bad(b) => return Err(io::Error::other(b.why)),
+                }
+            }
+        };
+        match tokio::time::timeout(cfg.connect_timeout, ask).await {
+            Err(_) => return Err((reply::TTL_EXPIRED, format!("next proxy {hop}: no reply"))),
+            Ok(Err(e)) => return Err((reply::GENERAL_FAILURE, format!("next proxy {hop}: {e}"))),
+            Ok(Ok(reply::SUCCEEDED)) => {}
+            Ok(Ok(code)) => return Err((code, format!("next proxy {hop}: {}", socks5::reply_text(code)))),
+        }
+    }
+    Ok(stream)
+}
+
+fn reply_for(e: &io::Error) -> u8 {
+    match e.raw_os_error() {
+        Some(libc::ECONNREFUSED) => reply::CONNECTION_REFUSED,
+        Some(libc::ENETUNREACH) => reply::NETWORK_UNREACHABLE,
+        Some(libc::EHOSTUNREACH) => reply::HOST_UNREACHABLE,
+        _ if e.kind() == io::ErrorKind::TimedOut => reply::TTL_EXPIRED,
+        _ => reply::GENERAL_FAILURE,
+    }
+}
+
+async fn client_reply(client: &TcpStream, code: u8, bound: Option<SocketAddr>) -> io::Result<()> {
+    write_all(client, &socks5::reply_bytes(code, bound)).await
+}
+
+/// Reads the greeting, authenticates, reads the request. On a refusal the
+/// reply the RFC asks for has been sent.
+async fn socks5_handshake(client: &TcpStream, auth: Option<&(Vec<u8>, Vec<u8>)>) -> Result<(Target, Vec<u8>), String> {
+    let c = client;
+    let mut buf = Vec::with_capacity(512);
+    let methods = read_message(client, &mut buf, socks5::greeting).await?;
+    let wanted = if auth.is_some() {
+        socks5::USER_PASS
+    } else {
+        socks5::NO_AUTH
+    };
+    if !methods.contains(&wanted) {
+        let _ = write_all(c, &[socks5::VERSION, socks5::NO_ACCEPTABLE]).await;
+        return Err(if auth.is_some() {
+            "the client does not offer username/password authentication".into()
+        } else {
+            "the client offers no method without authentication".into()
+        });
+    }
+    write_all(c, &[socks5::VERSION, wanted])
+        .await
+        .map_err(|e| format!("handshake: {e}"))?;
+    if let Some((user, pass)) = auth {
+        let (u, p) = read_message(client, &mut buf, socks5::user_pass).await?;
+        let ok = &u == user && &p == pass;
+        let _ = write_all(c, &[1, if ok { 0 } else { 1 }]).await;
+        if !ok {
+            return Err(format!(
+                "authentication failed for user {:?}",
+                String::from_utf8_lossy(&u)
+            ));
+        }
+    }
+    let target = read_message(client, &mut buf, socks5::request).await?;
+    Ok((target, buf))
+}
+
+/// Reads until `parse` has a whole message; the bytes after it stay in `buf`.
+async fn read_message<T>(client: &TcpStream, buf: &mut Vec<u8>, parse: fn(&[u8]) -> Parse<T>) -> Result<T, String> {
+    let c = client;
+    loop {
+        match parse(buf) {
+            Parse::Done(v, used) => {
+                buf.drain(..used);
+                return Ok(v);
+            }
+            Parse::Bad(b) => {
+                if let Some(code) = b.reply {
+                    let msg = if code == socks5::NO_ACCEPTABLE {
+                        vec![socks5::VERSION, code]
+                    } else {
+                        socks5::reply_bytes(code, None)
+                    };
+                    let _ = write_all(c, &msg).await;
+                }
+                return Err(format!("bad SOCKS5 request: {}", b.why));
+            }
+            Parse::Need(_) => {
+                if buf.len() >= 1024 {
+                    return Err("bad SOCKS5 request: longer than any valid one".into());
+                }
+                let mut chunk = [0u8; 512];
+                match read_some(c, &mut chunk).await {
+                    Ok(0) => return Err("the client closed during the SOCKS5 handshake".into()),
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    Err(e) => return Err(format!("handshake: {e}")),
+                }
+            }
+        }
+    }
+}
+
+/// The proxy's own address: a connection that arrives there without
+/// redirection would loop.
+fn is_self(dest: SocketAddr, listen: SocketAddr) -> bool {
+    if dest == listen {
+        return true;
+    }
+    dest.port() == listen.port() && listen.ip().is_unspecified() && is_local(dest.ip())
+}
+
+/// Whether this host has the address (binding succeeds only for local ones).
+fn is_local(ip: IpAddr) -> bool {
+    std::net::UdpSocket::bind(SocketAddr::new(ip, 0)).is_ok()
+}
+
+// Reads and writes on a shared `&TcpStream` (both directions of a
+// connection hold one), by readiness.
+
+async fn write_all(s: &TcpStream, mut data: &[u8]) -> io::Result<()> {
+    while !data.is_empty() {
+        s.writable().await?;
+        match s.try_write(data) {
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+async fn read_some(s: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        s.readable().await?;
+        match s.try_read(buf) {
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+async fn read_exact(s: &TcpStream, mut buf: &mut [u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        match read_some(s, buf).await? {
+            0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+            n => buf = &mut buf[n..],
+        }
+    }
+    Ok(())
+}
