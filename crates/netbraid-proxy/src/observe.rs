@@ -10,6 +10,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use serde::Serialize;
+
+use crate::socks5::Target;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -96,17 +98,17 @@ pub struct Record {
     pub start_unix: f64,
     pub end_unix: f64,
     pub duration_s: f64,
-    pub client: String,
-    pub listen: String,
+    pub client: Option<SocketAddr>,
+    pub listen: Option<SocketAddr>,
     pub mode: &'static str,
     /// What was asked for (a SOCKS5 name, an original destination, --to).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub destination: Option<String>,
+    pub destination: Option<Target>,
     /// The address connected to.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub upstream: Option<String>,
+    pub upstream: Option<SocketAddr>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub via: Option<String>,
+    pub via: Option<SocketAddr>,
     /// Client to upstream.
     pub bytes_up: u64,
     /// Upstream to client.
@@ -128,6 +130,10 @@ impl RecordLog {
             None => None,
         };
         Ok(RecordLog { file })
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.file.is_some()
     }
 
     pub fn write(&self, rec: &Record) {

@@ -1,6 +1,8 @@
 //! Moving one direction of a connection: bytes from one leg's socket into
 //! the other's, through a pipe with splice(2) so they never enter user
-//! space (a copying fallback where the kernel refuses to splice a socket).
+//! space (after the first 16 KiB, which are copied: most short exchanges
+//! end before a pipe pays for itself; and a copying fallback where the
+//! kernel refuses to splice a socket).
 //!
 //! Each direction alternates: fill the pipe from the source while it is
 //! empty, then drain it into the destination until it is empty. A pipe can
@@ -14,7 +16,7 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 use socket2::SockRef;
 use tokio::io::Interest;
@@ -66,21 +68,33 @@ pub struct Direction<'a> {
     /// Milliseconds since start at the last byte moved (for the idle timeout).
     pub last_activity: &'a AtomicU64,
     pub now_ms: &'a (dyn Fn() -> u64 + Sync),
+    /// Directions of this connection that have passed their end of stream on.
+    pub ended: &'a AtomicU8,
 }
 
 /// Relays until the source's end of stream has been passed on (FIN: the
 /// other direction goes on, a half-close), or until a leg fails.
+///
+/// A direction starts by copying through a small buffer: a short exchange
+/// ends before a pipe would pay for its set-up (two descriptors, a resize).
+/// Once a read fills that buffer the data is bulk, and it moves by splice.
 pub async fn run(d: Direction<'_>) -> Result<(), Stop> {
+    if !copied(&d, SMALL, true).await? {
+        return Ok(());
+    }
     match Pipe::new(d.buffer) {
         Ok(pipe) => match spliced(&d, &pipe).await {
-            Err(Spliced::Unsupported) => copied(&d).await,
+            Err(Spliced::Unsupported) => copied(&d, CHUNK, false).await.map(|_| ()),
             Err(Spliced::Stop(s)) => Err(s),
             Ok(()) => Ok(()),
         },
         // Out of pipes (file descriptors): copying needs none.
-        Err(_) => copied(&d).await,
+        Err(_) => copied(&d, CHUNK, false).await.map(|_| ()),
     }
 }
+
+/// The first reads' buffer: a full one means bulk data (see [`run`]).
+const SMALL: usize = 16 * 1024;
 
 enum Spliced {
     /// The kernel cannot splice this socket (before any byte moved).
@@ -150,17 +164,22 @@ async fn spliced(d: &Direction<'_>, pipe: &Pipe) -> Result<(), Spliced> {
     }
 }
 
-async fn copied(d: &Direction<'_>) -> Result<(), Stop> {
-    let mut buf = vec![0u8; d.buffer.clamp(1, CHUNK)];
+/// Copies through a buffer of at most `size` bytes until end of stream
+/// (`Ok(false)`), or, with `until_bulk`, until a read fills the buffer and
+/// its bytes are delivered (`Ok(true)`).
+async fn copied(d: &Direction<'_>, size: usize, until_bulk: bool) -> Result<bool, Stop> {
+    let mut buf: Vec<u8> = Vec::with_capacity(d.buffer.clamp(1, size));
     loop {
-        let want = buf.len();
+        let want = buf.capacity();
+        buf.clear();
         d.src.readable().await.map_err(|e| stop(d.src_leg, e))?;
         d.budget
             .acquire_many(want as u32)
             .await
             .expect("the budget is never closed")
             .forget();
-        let held = match d.src.try_read(&mut buf) {
+        // Into the spare capacity: no zeroing of a buffer per connection.
+        let held = match d.src.try_read_buf(&mut buf) {
             Ok(n) => {
                 d.budget.add_permits(want - n);
                 n
@@ -174,7 +193,7 @@ async fn copied(d: &Direction<'_>) -> Result<(), Stop> {
             }
         };
         if held == 0 {
-            return finish(d);
+            return finish(d).map(|_| false);
         }
         let mut from = 0;
         while from < held {
@@ -191,6 +210,9 @@ async fn copied(d: &Direction<'_>) -> Result<(), Stop> {
                 }
             }
         }
+        if until_bulk && held == want && d.buffer > want {
+            return Ok(true);
+        }
     }
 }
 
@@ -201,8 +223,13 @@ fn delivered(d: &Direction<'_>, n: usize) {
     d.last_activity.store((d.now_ms)(), Ordering::Relaxed);
 }
 
-/// The source's FIN, passed on.
+/// The source's FIN, passed on. The second direction to end leaves it to
+/// the close that follows at once (its destination has nothing unread: its
+/// end of stream was read), a system call fewer per connection.
 fn finish(d: &Direction<'_>) -> Result<(), Stop> {
+    if d.ended.fetch_add(1, Ordering::AcqRel) == 1 {
+        return Ok(());
+    }
     match SockRef::from(d.dst).shutdown(std::net::Shutdown::Write) {
         Ok(()) => Ok(()),
         Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => Err(Stop::Reset(d.dst_leg)),
@@ -254,10 +281,13 @@ impl Pipe {
         }
         // SAFETY: pipe2 succeeded, so both are open descriptors we now own.
         let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        // SAFETY: fcntl on an open descriptor; a refused size leaves the default.
+        // SAFETY: fcntl on an open descriptor. F_SETPIPE_SZ returns the size
+        // it set; when it refuses, the pipe keeps its default.
         let cap = unsafe {
-            libc::fcntl(w.as_raw_fd(), libc::F_SETPIPE_SZ, want.max(4096) as libc::c_int);
-            libc::fcntl(w.as_raw_fd(), libc::F_GETPIPE_SZ)
+            match libc::fcntl(w.as_raw_fd(), libc::F_SETPIPE_SZ, want.max(4096) as libc::c_int) {
+                n if n > 0 => n,
+                _ => libc::fcntl(w.as_raw_fd(), libc::F_GETPIPE_SZ),
+            }
         };
         if cap <= 0 {
             return Err(io::Error::last_os_error());

@@ -55,6 +55,13 @@ pub enum Target {
     Name(String, u16),
 }
 
+/// In records, as "host:port" text.
+impl serde::Serialize for Target {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 impl std::fmt::Display for Target {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -317,7 +324,7 @@ mod tests {
         assert_eq!(code(&[5, 1, 0, 3, 0, 0, 80]), Some(reply::HOST_UNREACHABLE));
         assert_eq!(code(&[5, 1, 0, 1, 1, 2, 3, 4, 0, 0]), Some(reply::HOST_UNREACHABLE));
         let mut long = vec![5, 1, 0, 3, 255];
-        long.extend(std::iter::repeat(b'a').take(255));
+        long.extend(std::iter::repeat_n(b'a', 255));
         long.extend_from_slice(&[0, 80]);
         assert_eq!(code(&long), Some(reply::HOST_UNREACHABLE));
         let mut nul = vec![5, 1, 0, 3, 3, b'a', 0, b'b', 0, 80];
