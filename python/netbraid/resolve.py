@@ -395,8 +395,6 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
     for i, p in enumerate(s.proxies):
         where = f"proxies[{i}]"
         try:
-            if backend == "emu":
-                raise ScenarioError(f"{where}: split-TCP proxies run on sim only for now; remove them or use --backend sim")
             members = lookup(f"{where}.node", p.node)
             if len(members) != 1:
                 raise ScenarioError(f"{where}.node: '{p.node}' is a group of {len(members)} nodes; "
@@ -406,9 +404,11 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                 raise ScenarioError(f"{where}.node: '{p.node}' already has a proxy (proxies[{proxy_at[node]}])")
             tcp = tcp_config(s.tcp, p.tcp)
             check_tcp(tcp, f"{where}.tcp", flow_sets_tcp=any(getattr(p.tcp, x) is not None for x in TCP_FIELDS),
-                      scenario_tcp=lambda: tcp_config(s.tcp), controller=True)
+                      scenario_tcp=lambda: tcp_config(s.tcp), controller=backend == "sim")
             proxy_at[node] = len(proxies)
             proxies.append({"node": node, "buffer_bytes": p.buffer, "tcp": tcp})
+            if backend == "emu":
+                proxies[-1]["explicit"] = explicit_tcp_fields(s.tcp, p.tcp)
         except ScenarioError as e:
             broken_proxies.add(p.node)
             problems.extend(e.problems)
@@ -462,9 +462,6 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                           scenario_tcp=lambda: tcp_config(s.tcp), controller=backend == "sim")
             via = []
             for k, name in enumerate(f.via or []):
-                if backend == "emu":
-                    raise ScenarioError(f"{where}.via: relaying through proxies runs on sim only for now; "
-                                        "remove it or use --backend sim")
                 node = lookup(f"{where}.via[{k}]", name)
                 if len(node) != 1:
                     raise ScenarioError(f"{where}.via[{k}]: '{name}' is a group; name one node")

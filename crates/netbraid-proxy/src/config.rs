@@ -78,6 +78,9 @@ pub struct Args {
     /// Upstream leg: leave Nagle's algorithm on (TCP_NODELAY off).
     #[arg(long)]
     pub upstream_nagle: bool,
+    /// Upstream leg: largest segment, bytes (TCP_MAXSEG; for a smaller MTU on its path).
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(88..=65495))]
+    pub upstream_mss: Option<u32>,
     /// Upstream leg over MPTCP (IPPROTO_MPTCP): one client's connection carried over several paths.
     #[arg(long)]
     pub mptcp: bool,
@@ -97,6 +100,9 @@ pub struct Args {
     /// Client leg: leave Nagle's algorithm on.
     #[arg(long)]
     pub client_nagle: bool,
+    /// Client leg: largest segment, bytes (TCP_MAXSEG).
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(88..=65495))]
+    pub client_mss: Option<u32>,
 
     /// Bytes held per direction of a connection, in the proxy (its pipe or copy buffer).
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "256KB")]
@@ -320,11 +326,12 @@ impl Config {
         if a.threads == Some(0) {
             return Err("--threads must be at least 1".into());
         }
-        let leg = |cc: &Option<String>, snd, rcv, nagle: bool| LegOptions {
+        let leg = |cc: &Option<String>, snd, rcv, nagle: bool, mss| LegOptions {
             cc: cc.clone(),
             sndbuf: snd,
             rcvbuf: rcv,
             nodelay: !nagle,
+            mss,
         };
         Ok(Config {
             listen,
@@ -333,10 +340,22 @@ impl Config {
             via_socks5,
             metrics,
             log_json: a.log_json,
-            upstream: leg(&a.upstream_cc, a.upstream_sndbuf, a.upstream_rcvbuf, a.upstream_nagle),
+            upstream: leg(
+                &a.upstream_cc,
+                a.upstream_sndbuf,
+                a.upstream_rcvbuf,
+                a.upstream_nagle,
+                a.upstream_mss,
+            ),
             mptcp: a.mptcp,
             upstream_bind: a.upstream_bind.map(|ip| SocketAddr::new(ip, 0)),
-            client: leg(&a.client_cc, a.client_sndbuf, a.client_rcvbuf, a.client_nagle),
+            client: leg(
+                &a.client_cc,
+                a.client_sndbuf,
+                a.client_rcvbuf,
+                a.client_nagle,
+                a.client_mss,
+            ),
             buffer: a.buffer,
             max_memory: a.max_memory,
             max_connections: a.max_connections,

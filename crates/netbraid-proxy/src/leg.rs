@@ -21,6 +21,8 @@ pub struct LegOptions {
     pub rcvbuf: Option<usize>,
     /// `TCP_NODELAY` (default on: a relay should not hold back small writes).
     pub nodelay: bool,
+    /// `TCP_MAXSEG`: the largest segment (a smaller MTU on the leg's path).
+    pub mss: Option<u32>,
 }
 
 impl LegOptions {
@@ -35,6 +37,10 @@ impl LegOptions {
         }
         if let Some(n) = self.rcvbuf {
             sock.set_recv_buffer_size(n)?;
+        }
+        if let Some(m) = self.mss {
+            sock.set_tcp_mss(m)
+                .map_err(|e| io::Error::new(e.kind(), format!("TCP_MAXSEG {m}: {e}")))?;
         }
         // MPTCP sockets refuse some TCP-level options on old kernels; Nagle
         // is a preference, not a requirement.

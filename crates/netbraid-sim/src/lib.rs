@@ -68,7 +68,9 @@ pub fn check_tcp_json(tcp_json: &str, field: &str, controller: bool) -> Result<(
 /// The forwarding table of a resolved scenario (see
 /// `Simulation::forwarding`) as JSON: [{"node", "dst_iface", "channels"}].
 pub fn forwarding_json(scenario_json: &str) -> Result<String, SimError> {
-    let table = Simulation::new(&parse_scenario(scenario_json)?)?.forwarding()?;
+    let scn = parse_scenario(scenario_json)?;
+    let proxies: Vec<ids::NodeId> = scn.proxies.iter().map(|p| ids::NodeId(p.node)).collect();
+    let table = Simulation::new(&scn)?.forwarding(&proxies)?;
     let rows: Vec<serde_json::Value> = table
         .into_iter()
         .map(|(node, dst_iface, channels)| serde_json::json!({"node": node, "dst_iface": dst_iface, "channels": channels}))

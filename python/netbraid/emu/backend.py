@@ -63,9 +63,33 @@ def _plan(resolved: dict[str, Any], forwarding: list[dict[str, Any]]):
                             f"{have[key]} for another; on emu it is one setting per host")
         have[key] = value
 
+    relays = []
+    for i, p in enumerate(resolved.get("proxies", [])):
+        # Each proxy is `netbraid proxy` in its node's namespace: the
+        # incoming leg's receive buffer and the outgoing leg's controller and
+        # send buffer are its per-leg socket options (the MSS on both legs);
+        # SACK is the namespace's.
+        where, tcp, explicit = f"proxies[{i}].tcp", p["tcp"], set(p.get("explicit", []))
+        allowed = {"profile", "cc", "recovery", "window", "rcvbuf", "sndbuf", "mss"}
+        for field in sorted(explicit - allowed):
+            problems.append(f"{where}.{field}: cannot be set on an emu proxy (the Linux stack decides it); remove it "
+                            f"or run on sim (settable on emu: {', '.join(sorted(allowed))})")
+        cc = "reno" if tcp["cc"] in ("reno", "newreno") else tcp["cc"]
+        if available and cc not in available:
+            problems.append(f"{where}.cc: {tcp['cc']!r} is not offered by this kernel (available: {', '.join(available)})")
+        if tcp["recovery"] not in ("sack", "newreno"):
+            problems.append(f"{where}.recovery: {tcp['recovery']!r} cannot be emulated (allowed on emu: sack, newreno)")
+        set_sysctl(p["node"], "net.ipv4.tcp_sack", 1 if tcp["recovery"] == "sack" else 0, where + ".recovery")
+        relays.append({"node": p["node"], "node_name": nodes[p["node"]]["name"], "addr_iface": ifaces_of[p["node"]][0],
+                       "buffer_bytes": p["buffer_bytes"], "linux_cc": cc,
+                       "rcvbuf": tcp["rcvbuf"] if explicit & {"window", "rcvbuf"} else None,
+                       "sndbuf": tcp["sndbuf"] if explicit & {"window", "sndbuf"} else None,
+                       "mss": tcp["mss"] if "mss" in explicit else None})
+
     for f in resolved["flows"]:
         where = f"flows ({f['name']})"
         s = {**f, "src_name": nodes[f["src"]]["name"], "dst_name": nodes[f["dst"]]["name"]}
+        s["relay"] = [relays[k] for k in f.get("via") or []]
         s["dst_addr_iface"] = f["dst_iface"] if f["dst_iface"] is not None else ifaces_of[f["dst"]][0]
         s["bind_iface"] = f["src_iface"]
         src_iface = s["bind_iface"] if s["bind_iface"] is not None else leaving_iface(f["src"], s["dst_addr_iface"])

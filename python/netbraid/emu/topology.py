@@ -168,5 +168,7 @@ def forwarding_table(resolved: dict[str, Any]) -> list[dict[str, Any]]:
     # Routing ignores the transport; give the simulator's parser only what it knows.
     # the kernel's controllers need not be simulated: routing does not depend on them
     as_sim_tcp = lambda f: {**f, "tcp": {**f["tcp"], "cc": "reno", "cc_params": {}}}  # noqa: E731
-    for_routing = {**resolved, "flows": [as_sim_tcp(f) if f["kind"] in ("tcp", "mptcp") else f for f in resolved["flows"]]}
+    for_routing = {**resolved, "flows": [as_sim_tcp(f) if f["kind"] in ("tcp", "mptcp") else f for f in resolved["flows"]],
+                   "proxies": [{k: v for k, v in as_sim_tcp(p).items() if k != "explicit"}
+                               for p in resolved.get("proxies", [])]}
     return json.loads(_sim.forwarding_json(json.dumps(for_routing)))

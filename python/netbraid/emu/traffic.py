@@ -33,6 +33,8 @@ from . import platform
 from .netns import EmuError, in_ns, spawn
 
 IPERF_PORT = 5201
+#: Proxy k of flow i listens on RELAY_PORT + 16 i + k.
+RELAY_PORT = 7100
 SS_ADDR = re.compile(r"(\d+\.\d+\.\d+\.\d+)(?:%\S+)?:(\d+)")
 #: TCP_INFO fields as ``ss -tinO`` prints them (counters and gauges)
 SS_FIELDS = {
@@ -83,8 +85,15 @@ class IperfFlow:
         self.client: subprocess.Popen | None = None
         self.started_at_ns: int | None = None
         self.out_path = workdir / f"iperf-{index}.json"
-        #: (time, {connection token ("" for TCP): {(local addr, local port, remote addr): TCP_INFO fields}})
-        self.samples: list[tuple[int, dict[str, dict[tuple[str, str, str], dict[str, float]]]]] = []
+        #: The proxies this flow is relayed through (`netbraid proxy`), in path order.
+        self.relay: list[dict[str, Any]] = spec.get("relay") or []
+        self.relay_ports = [RELAY_PORT + 16 * index + k for k in range(len(self.relay))]
+        self.proxies: list[subprocess.Popen] = []
+        #: Per leg (sender -> first proxy -> ... -> receiver): the sending sockets' readings,
+        #: (time, {connection token ("" for TCP): {(local addr, local port, remote addr): TCP_INFO fields}}).
+        self.leg_samples: list[list[tuple[int, dict[str, dict[tuple[str, str, str], dict[str, float]]]]]] = [
+            [] for _ in range(len(self.relay) + 1)]
+        self.samples = self.leg_samples[0]  # the sender's
 
     def _wrap(self, cmd: list[str]) -> list[str]:
         return ["mptcpize", "run", *cmd] if self.mptcp else cmd
@@ -93,10 +102,53 @@ class IperfFlow:
         ns = self.topo.ns[self.spec["dst"]]
         self.server = spawn(ns, self._wrap(["iperf3", "-s", "-1", "-J", "-p", str(self.port), "-i", "0.1"]),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        for k in reversed(range(len(self.relay))):
+            self.proxies.insert(0, self._start_proxy(k))
+        for k, p in enumerate(self.proxies):
+            self._wait_listening(k, p)
+
+    def _hop(self, k: int) -> tuple[str, int]:
+        """Where leg k goes: the k-th proxy, or after the last, the receiver."""
+        if k < len(self.relay):
+            return self.topo.addr(self.relay[k]["addr_iface"]), self.relay_ports[k]
+        return self.topo.addr(self.spec["dst_addr_iface"]), self.port
+
+    def _leg_from(self, k: int) -> int:
+        """The node whose sockets send leg k."""
+        return self.spec["src"] if k == 0 else self.relay[k - 1]["node"]
+
+    def _start_proxy(self, k: int) -> subprocess.Popen:
+        r = self.relay[k]
+        to = "{}:{}".format(*self._hop(k + 1))
+        cmd = [sys.executable, "-m", "netbraid.entry", "proxy", "--listen", f"0.0.0.0:{self.relay_ports[k]}",
+               "--to", to, "--quiet", "--drain-timeout", "1s", "--idle-timeout", "0",
+               "--buffer", str(r["buffer_bytes"]), "--upstream-cc", r["linux_cc"],
+               "--log-json", str(self.workdir / f"proxy-{self.port}-{k}.jsonl")]
+        if r["rcvbuf"] is not None:
+            cmd += ["--client-rcvbuf", str(r["rcvbuf"])]
+        if r["sndbuf"] is not None:
+            cmd += ["--upstream-sndbuf", str(r["sndbuf"])]
+        if r["mss"] is not None:
+            cmd += ["--client-mss", str(r["mss"]), "--upstream-mss", str(r["mss"])]
+        return spawn(self.topo.ns[r["node"]], cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def _wait_listening(self, k: int, proc: subprocess.Popen) -> None:
+        ns, port = self.topo.ns[self.relay[k]["node"]], self.relay_ports[k]
+        deadline = time.monotonic() + 20
+        while not subprocess.run(in_ns(ns, ["ss", "-ltnH", f"( sport = :{port} )"]), capture_output=True,
+                                 text=True).stdout.strip():
+            if proc.poll() is not None:
+                raise EmuError(f"flow {self.spec['name']}: the proxy on {self.relay[k]['node_name']} exited: "
+                               f"{proc.stderr.read().strip()}")
+            if time.monotonic() > deadline:
+                raise EmuError(f"flow {self.spec['name']}: the proxy on {self.relay[k]['node_name']} is not "
+                               "listening after 20 s")
+            time.sleep(0.02)
 
     def client_command(self, seconds: int) -> list[str]:
         s, tcp = self.spec, self.spec["tcp"]
-        cmd = ["iperf3", "-c", self.topo.addr(s["dst_addr_iface"]), "-p", str(self.port), "-J",
+        addr, port = self._hop(0)
+        cmd = ["iperf3", "-c", addr, "-p", str(port), "-J",
                "--get-server-output", "-C", s["linux_cc"], "-i", "0.1"]
         cmd += ["-n", str(s["bytes"])] if s.get("bytes") else ["-t", str(seconds)]
         if "window" in s["explicit"] or {"rcvbuf", "sndbuf"} & set(s["explicit"]):
@@ -120,8 +172,12 @@ class IperfFlow:
         data connection's (and MPTCP's subflows'), and iperf3's control one."""
         if self.client is None:
             return
-        ns = self.topo.ns[self.spec["src"]]
-        r = subprocess.run(in_ns(ns, ["ss", "-tinHO", "state", "established", "dport", "=", f":{self.port}"]),
+        for k, samples in enumerate(self.leg_samples):
+            self._sample_leg(self.topo.ns[self._leg_from(k)], self._hop(k)[1], samples)
+
+    @staticmethod
+    def _sample_leg(ns: str, dport: int, samples: list) -> None:
+        r = subprocess.run(in_ns(ns, ["ss", "-tinHO", "state", "established", "dport", "=", f":{dport}"]),
                            capture_output=True, text=True)
         by_token: dict[str, dict[tuple[str, str, str], dict[str, float]]] = {}
         for line in r.stdout.splitlines():
@@ -132,7 +188,7 @@ class IperfFlow:
             key = (addrs[0][0], addrs[0][1], addrs[1][0])  # a socket: local address and port, remote address
             by_token.setdefault(token.group(1) if token else "", {})[key] = info
         if by_token:
-            self.samples.append((time.time_ns(), by_token))
+            samples.append((time.time_ns(), by_token))
 
     # results ---------------------------------------------------------------------
     def finish(self, timeout: float) -> dict[str, Any]:
@@ -182,19 +238,38 @@ class IperfFlow:
             row["subflows"] = self.subflow_results(window)
         else:
             row.update(self.kernel_results(window, row))
+        if self.relay:
+            row["legs"] = self.leg_results(window)
         return row
 
-    def _data_connection(self) -> list[tuple[int, dict[tuple[str, str, str], dict[str, float]]]]:
+    def leg_results(self, window: tuple[int, int]) -> list[dict[str, Any]]:
+        """Each relayed leg's connection as its sender's kernel saw it inside
+        the window: goodput from bytes acknowledged, and TCP_INFO's figures."""
+        names = [self.spec["src_name"], *(r["node_name"] for r in self.relay), self.spec["dst_name"]]
+        legs = []
+        for k in range(len(self.leg_samples)):
+            data = self._data_connection(k)
+            leg = {"name": f"{names[k]}->{names[k + 1]}", "from": names[k], "to": names[k + 1]}
+            inside = [(t, next(iter(d.values()))) for t, d in data if window[0] <= t <= window[1]]
+            if len(inside) >= 2:
+                (t0, a), (t1, b) = inside[0], inside[-1]
+                acked = b.get("bytes_acked", 0) - a.get("bytes_acked", 0)
+                leg["goodput_bps"] = acked * 8e9 / (t1 - t0) if t1 > t0 else None
+                leg.update(self.kernel_results(window, {"retransmits": None, "rtt_mean_s": None}, data))
+            legs.append(leg)
+        return legs
+
+    def _data_connection(self, leg: int = 0) -> list[tuple[int, dict[tuple[str, str, str], dict[str, float]]]]:
         """The readings of the data connection's sockets: iperf3 also has a
         control connection; the data one acknowledged the most."""
         totals: dict[str, float] = {}
-        for _, by_token in self.samples:
+        for _, by_token in self.leg_samples[leg]:
             for token, d in by_token.items():
                 totals[token] = max(totals.get(token, 0), sum(x.get("bytes_acked", 0) for x in d.values()))
         if not totals:
             return []
         data = max(totals, key=totals.get)
-        samples = [(t, bt[data]) for t, bt in self.samples if data in bt]
+        samples = [(t, bt[data]) for t, bt in self.leg_samples[leg] if data in bt]
         if self.mptcp:
             return samples
         # a TCP flow: iperf3's control socket shares no token; keep the busiest socket
@@ -202,13 +277,14 @@ class IperfFlow:
         key = max(last, key=lambda k: last[k].get("bytes_acked", 0))
         return [(t, {key: d[key]}) for t, d in samples if key in d]
 
-    def kernel_results(self, window: tuple[int, int], row: dict[str, Any]) -> dict[str, Any]:
+    def kernel_results(self, window: tuple[int, int], row: dict[str, Any], data=None) -> dict[str, Any]:
         """Per-flow metrics from TCP_INFO over the measurement window: what
         the kernel retransmitted, its mean smoothed RTT, cwnd, delivery and
         pacing rates, and the data it put on the wire. Nothing (iperf3's
         whole-run figures stay) when fewer than two readings fell inside the
         window (a run too short for 0.1 s sampling)."""
-        samples = [(t, next(iter(d.values()))) for t, d in self._data_connection()]
+        data = self._data_connection() if data is None else data
+        samples = [(t, next(iter(d.values()))) for t, d in data]
         inside = [(t, x) for t, x in samples if window[0] <= t <= window[1]]
         if len(inside) < 2:
             return {}
@@ -259,7 +335,7 @@ class IperfFlow:
         return out
 
     def stop(self) -> None:
-        for p in (self.client, self.server):
+        for p in (self.client, self.server, *self.proxies):
             if p is not None and p.poll() is None:
                 p.kill()
                 p.wait()

@@ -184,13 +184,18 @@ impl Simulation {
     }
 
     /// The forwarding table as a real network needs it: for every node and
-    /// every host interface, the equal-cost channels a packet for that
-    /// interface leaves by (static routes included). The emu backend installs
-    /// exactly these routes, so both backends forward alike.
-    pub fn forwarding(&mut self) -> Result<Vec<(NodeId, IfaceId, Vec<ChannelId>)>, SimError> {
+    /// every host interface (and every interface of the routers in
+    /// `also_to`: the split-TCP proxies, which connections address), the
+    /// equal-cost channels a packet for that interface leaves by (static
+    /// routes included). The emu backend installs exactly these routes, so
+    /// both backends forward alike.
+    pub fn forwarding(&mut self, also_to: &[NodeId]) -> Result<Vec<(NodeId, IfaceId, Vec<ChannelId>)>, SimError> {
         let host_ifaces: Vec<IfaceId> = (0..self.iface_node.len() as u32)
             .map(IfaceId)
-            .filter(|i| !self.is_router[self.iface_node[i.idx()].idx()])
+            .filter(|i| {
+                let node = self.iface_node[i.idx()];
+                !self.is_router[node.idx()] || also_to.contains(&node)
+            })
             .collect();
         for &i in &host_ifaces {
             self.routes.add_destination(i).map_err(|e| SimError::invalid("", e))?;
