@@ -60,7 +60,7 @@ def test_placement_gain_follows_the_longest_leg(position):
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--backend", "emu"], "paper 002 runs on sim"),
+    (["--backend", "emu", "--background", "10Mbps"], "emu tables run without cross traffic"),
     (["--background", "fast"], "--background"),
     (["--tcp", "rto_min=1s"], "--tcp: applies to paper 003"),
 ])

@@ -384,7 +384,7 @@ def paper(
     number: str = typer.Argument(..., help="Which paper: 000, 001, 002 or 003."),
     reps: Optional[int] = typer.Option(None, help="Replications per configuration (default: 003 20, as the paper; 000, 001 and 002 5)."),
     quick: bool = typer.Option(False, help="A check that runs in a minute or two: fewer replications and shorter runs (001: fewer points)."),
-    backend: str = typer.Option("sim", help="sim, emu or both (001; 003 is a simulation study: sim)."),
+    backend: str = typer.Option("sim", help="sim, emu or both (000, 001, 002; 003 is a simulation study: sim)."),
     out: Optional[Path] = typer.Option(None, help="Results directory (default results/paper-NNN)."),
     seed: int = typer.Option(1, help="Base seed (replication r uses SEED + r)."),
     workers: Optional[int] = typer.Option(None, help="Parallel runs (default: every core)."),
@@ -417,15 +417,15 @@ def paper(
         for given, option in ((tcp, "--tcp"), (explain, "--explain")):
             if given:
                 fail(ScenarioError(f"{option}: applies to paper {'003' if option == '--tcp' else '001'}, not to 002"))
-        if backend != "sim":
-            fail(ScenarioError(f"--backend {backend}: paper 002 runs on sim (split-TCP proxies are simulated; allowed: sim)"))
         try:
             background_bps = 0.0 if background is None else float(parse_rate(background))
         except ValueError as e:
             fail(ScenarioError(f"--background: {e}"))
             return
+        if backend != "sim" and background_bps:
+            fail(ScenarioError("--background: the emu tables run without cross traffic; use it with --backend sim"))
         _paper_002(module, reps=reps, quick=quick, out=out, seed=seed, workers=workers, quiet=quiet,
-                   background_bps=background_bps)
+                   background_bps=background_bps, backend=backend)
     elif number == "001":
         if tcp:
             fail(ScenarioError("--tcp: paper 001 uses Linux's TCP settings (docs/papers/001.md); --tcp applies to 003"))
@@ -501,14 +501,21 @@ def _paper_000(module, *, reps, quick, backend, out, seed, workers, quiet) -> No
                   None if results.get("backend") == "emu" else "table1, failover")
 
 
-def _paper_002(module, *, reps, quick, out, seed, workers, quiet, background_bps) -> None:
+def _paper_002(module, *, reps, quick, out, seed, workers, quiet, background_bps, backend) -> None:
+    if backend != "sim":
+        from .emu import platform
+
+        reason = platform.unavailable_reason()
+        if reason:
+            fail(platform.EmuUnavailable(reason), code=3)
     results, wall = _timed(out, lambda: module.run(quick=quick, reps=reps, seed=seed, workers=workers, out=out,
-                                                   progress=not quiet, background_bps=background_bps))
+                                                   progress=not quiet, background_bps=background_bps,
+                                                   backend=backend))
     out_console.print(f"[bold]paper 002[/]: {escape(module.TITLE)}")
     bg = f"on-off UDP cross traffic {format_rate(background_bps)} on average" if background_bps else "no cross traffic"
     head = (f"{results['reps']} replications × {results['duration_s']:g} s transfers per point (goodput over the whole "
             f"transfer, as iperf), {bg} · mean ± half-width of the 95 % interval · {wall:.1f} s wall")
-    _paper_report(module, "002", results, out, head, "fig9-10, placement")
+    _paper_report(module, "002", results, out, head, "fig9-10, placement" if "fig9" in results else None)
 
 
 def _paper_report(module, number: str, results, out: Path, head: str, figures: str | None) -> None:
@@ -830,6 +837,10 @@ def compare_command(
         diff = "–" if r["goodput_rel_diff"] is None else f"{100 * r['goodput_rel_diff']:+.1f} %"
         if r["subflow"] is None:
             t.add_row(r["flow"], r["kind"], _rate(r["sim_goodput_bps"]), _rate(r["emu_goodput_bps"]), diff,
+                      _fmt(r["sim_loss_rate"], 100), _fmt(r["emu_loss_rate"], 100),
+                      _fmt(r["sim_rtt_mean_s"], 1e3), _fmt(r["emu_rtt_mean_s"], 1e3))
+        elif r["kind"] == "leg":
+            t.add_row(f"  └ {r['subflow']}", "leg", _rate(r["sim_goodput_bps"]), _rate(r["emu_goodput_bps"]), diff,
                       _fmt(r["sim_loss_rate"], 100), _fmt(r["emu_loss_rate"], 100),
                       _fmt(r["sim_rtt_mean_s"], 1e3), _fmt(r["emu_rtt_mean_s"], 1e3))
         else:

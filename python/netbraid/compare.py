@@ -56,5 +56,13 @@ def compare(s: Scenario, *, seed: int | None = None, linux_defaults: bool = True
                          "sim_goodput_bps": ss.get("goodput_bps"), "emu_goodput_bps": sub.get("goodput_bps"),
                          "emu_share": sub.get("share"),
                          "goodput_rel_diff": relative_difference(ss.get("goodput_bps"), sub.get("goodput_bps"))})
+        # a relayed flow's legs line up in path order (the simulator's relay
+        # beside netbraid proxy on the real stacks)
+        for sl, el in zip(sf.get("legs") or [], ef.get("legs") or []):
+            rows.append({"flow": ef["name"], "kind": "leg", "subflow": el["name"],
+                         "sim_goodput_bps": sl.get("goodput_bps"), "emu_goodput_bps": el.get("goodput_bps"),
+                         "sim_loss_rate": sl.get("loss_rate"), "emu_loss_rate": el.get("loss_rate"),
+                         "sim_rtt_mean_s": sl.get("rtt_mean_s"), "emu_rtt_mean_s": el.get("rtt_mean_s"),
+                         "goodput_rel_diff": relative_difference(sl.get("goodput_bps"), el.get("goodput_bps"))})
     return {"scenario": s.name, "seed": emu["seed"], "linux_defaults_on_sim": linux_defaults,
             "rows": rows, "sim": sim, "emu": emu}

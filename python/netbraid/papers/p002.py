@@ -51,6 +51,10 @@ DEFAULT_REPS = 5
 
 #: End hosts: Linux 2.4's Reno (the paper: the kernel's standard TCP), 200 ms minimum RTO.
 END_HOST_TCP: dict[str, Any] = dict(cc="reno", mss=MSS, header_bytes=HEADER, rto_min="200ms", window="64KB")
+#: On emu the end hosts are this kernel's Reno (its minimum RTO is 200 ms already; header sizes are its own).
+EMU_END_HOST_TCP: dict[str, Any] = dict(cc="reno", mss=MSS, window="64KB", recovery="sack")
+#: Between the proxies on emu: what this kernel offers (it has no HighSpeed TCP).
+EMU_CONTROLLERS = ["reno", "cubic", "bbr"]
 
 #: The paper's statements (it prints no numbers from its figures, only these).
 FINDINGS = [
@@ -66,14 +70,14 @@ FINDINGS = [
 
 
 def scenario(*, case: str = "okinawa", relayed: bool = False, between: str = "reno", direct_beside: bool = False,
-             duration_s: float = 120.0, background_bps: float = 0.0) -> Scenario:
+             duration_s: float = 120.0, background_bps: float = 0.0, tcp: dict[str, Any] | None = None) -> Scenario:
     """The paper's Figure 6: sender — proxy A — WAN (bottleneck) — proxy B
     — receiver. `relayed`: the flow runs through both proxies with `between`
     on the middle leg; `direct_beside`: a second, direct Reno flow from
     another host pair on the same WAN (Figure 12)."""
     if case not in CASES:
         raise ScenarioError(f"paper 002: case {case!r} (allowed: {', '.join(CASES)})")
-    s = Scenario(name=f"paper-002 {case}", duration=f"{duration_s:g}s", tcp=END_HOST_TCP)
+    s = Scenario(name=f"paper-002 {case}", duration=f"{duration_s:g}s", tcp=tcp or END_HOST_TCP)
     s.add_host("sender").add_host("receiver")
     s.add_router("proxy_a").add_router("wan").add_router("proxy_b")
     access = dict(rate="1Gbps", delay=f"{ACCESS_MS:g}ms", queue="1000p")
@@ -125,8 +129,8 @@ def placement_scenario(position: int | None, *, duration_s: float = 120.0) -> Sc
 
 
 def _run(base: Scenario, grid: list[Axis], reps: int, seed: int, workers, out: Path | None, name: str,
-         progress: bool) -> pd.DataFrame:
-    plan = make_plan(base, grid=grid, reps=reps, seed=seed)
+         progress: bool, backend: str = "sim") -> pd.DataFrame:
+    plan = make_plan(base, grid=grid, reps=reps, seed=seed, backend=backend)
     where = None if out is None else out / name
     runs, _ = execute(plan, where, workers=workers, progress=progress,
                       resume=where is not None and (where / "manifest.json").exists(), kind="paper")
@@ -147,8 +151,50 @@ def _cell(runs: pd.DataFrame, flow: str, **where: Any) -> dict[str, float]:
 
 
 def run(*, quick: bool = False, reps: int | None = None, seed: int = 1, workers: int | None = None,
-        out: Path | None = None, progress: bool = False, background_bps: float = 0.0) -> dict[str, Any]:
-    """Every figure's points: {figure: {...: mean_ci of goodput in Mb/s}}."""
+        out: Path | None = None, progress: bool = False, background_bps: float = 0.0,
+        backend: str = "sim") -> dict[str, Any]:
+    """Every figure's points: {figure: {...: mean_ci of goodput in Mb/s}};
+    with `backend` "emu" (only that) or "both" (and the figures), the
+    direct and proxied cases on the real stacks (`emu`)."""
+    if backend not in ("sim", "emu", "both"):
+        raise ScenarioError(f"--backend: {backend!r} is not allowed (sim, emu, both)")
+    res: dict[str, Any] = {"backend": backend}
+    if backend in ("sim", "both"):
+        res.update(_figures(quick=quick, reps=reps, seed=seed, workers=workers, out=out, progress=progress,
+                            background_bps=background_bps))
+    if backend in ("emu", "both"):
+        res["emu"] = run_emu(quick=quick, reps=reps, seed=seed, workers=workers, out=out, progress=progress)
+        res.setdefault("reps", res["emu"]["reps"])
+        res.setdefault("duration_s", res["emu"]["duration_s"])
+    return res
+
+
+def run_emu(*, quick: bool = False, reps: int | None = None, seed: int = 1, workers: int | None = None,
+            out: Path | None = None, progress: bool = False) -> dict[str, Any]:
+    """The direct and the proxied transfer on the real stacks — this kernel's
+    TCP at the end hosts and `netbraid proxy` on the proxies, with each
+    controller this kernel offers between them — at the paper's rates
+    (linkemu holds 70 Mb/s), SACK on, 64 KB end hosts; the same scenarios
+    on the simulator beside (Linux's controllers, the simulator's TCP)."""
+    reps = reps or (2 if quick else 3)
+    duration = 20.0 if quick else 60.0
+    cells: dict[str, dict[str, dict[str, Any]]] = {}
+    for case in CASES:
+        cells[case] = {}
+        for between in ["direct", *EMU_CONTROLLERS]:
+            base = scenario(case=case, relayed=between != "direct", between=between, duration_s=duration,
+                            tcp=EMU_END_HOST_TCP)
+            flow = "direct" if between == "direct" else "proxied"
+            cells[case][between] = {}
+            for b in ("emu", "sim"):
+                runs = _run(base, [], reps, seed, 1 if b == "emu" else workers, out, f"emu-table-{case}-{between}-{b}",
+                            progress, backend=b)
+                cells[case][between][b] = _cell(runs, flow)
+    return {"reps": reps, "duration_s": duration, "controllers": EMU_CONTROLLERS, "cells": cells}
+
+
+def _figures(*, quick: bool, reps: int | None, seed: int, workers: int | None, out: Path | None, progress: bool,
+             background_bps: float) -> dict[str, Any]:
     reps = reps or (2 if quick else DEFAULT_REPS)
     duration = 20.0 if quick else 120.0
     buffers = QUICK_BUFFERS_KIB if quick else BUFFERS_KIB
@@ -209,6 +255,25 @@ def rtt_s(case: str) -> float:
 
 def tables(res: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
     """(title, header, rows): goodput in Mb/s, mean ± the 95 % interval's half-width."""
+    out = _figure_tables(res) if "fig9" in res else []
+    if "emu" in res:
+        e = res["emu"]
+        head = ["case", "direct: emu", "sim"]
+        for cc in e["controllers"]:
+            head += [f"proxies, {cc}: emu", "sim"]
+        rows = []
+        for case, by in e["cells"].items():
+            row = [case]
+            for between in ["direct", *e["controllers"]]:
+                row += [mean_pm(by[between]["emu"]), mean_pm(by[between]["sim"])]
+            rows.append(row)
+        out.append((f"On the real stacks — this kernel's TCP at the end hosts (Reno, 64 KB, SACK on), netbraid proxy "
+                    f"with each controller between the proxies; {e['reps']} × {e['duration_s']:g} s; the same "
+                    "scenarios on sim beside: goodput (Mb/s)", head, rows))
+    return out
+
+
+def _figure_tables(res: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
     out = []
     cols = [(case, on) for case in CASES for on in SACK]
     head = [f"{case}, SACK {on}" for case, on in cols]
@@ -244,7 +309,22 @@ def tables(res: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
 
 
 def findings(res: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """Each statement of the paper beside what the simulation shows."""
+    """Each statement of the paper beside what the simulation shows (and,
+    after an emu run, what the real stacks show)."""
+    out = _sim_findings(res) if "fig9" in res else []
+    if "emu" in res:
+        m = lambda c: c["mean"]  # noqa: E731
+        cells = res["emu"]["cells"]
+        gain = {case: {cc: (m(by[cc]["emu"]) / m(by["direct"]["emu"]) if m(by["direct"]["emu"]) else float("nan"),
+                            m(by[cc]["sim"]) / m(by["direct"]["sim"]) if m(by["direct"]["sim"]) else float("nan"))
+                       for cc in res["emu"]["controllers"]} for case, by in cells.items()}
+        shown = "; ".join(f"{case}: " + ", ".join(f"{cc} {g[0]:.1f}× (sim {g[1]:.1f}×)" for cc, g in by.items())
+                          for case, by in gain.items())
+        out.append(("abstract, Fig. 10 (real stacks)", FINDINGS[0][1], f"emu, proxied over direct: {shown}"))
+    return out
+
+
+def _sim_findings(res: dict[str, Any]) -> list[tuple[str, str, str]]:
     m = lambda c: c["mean"]  # noqa: E731
     bufs = res["buffers_kib"]
     gains = [(m(res["fig10"][b][case][on]) / m(res["fig9"][b][case][on]), b, case, on)
@@ -285,6 +365,8 @@ def findings(res: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 def plots(res: dict[str, Any], out: Path) -> list[Path]:
     """Figures 9–11 (goodput against the buffer, per case and SACK) and the placement curve."""
+    if "fig9" not in res:
+        return []
     import matplotlib
 
     matplotlib.use("Agg")
