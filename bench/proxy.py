@@ -37,9 +37,21 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds(pid: int) -> float:
-    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    """User + system time of the process and its descendants: those reaped
+    (cutime, cstime) and those still running (socat's per-connection children)."""
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return 0.0
     # utime, stime, cutime, cstime are fields 14-17 (1-based); after ")" they start at index 11.
-    return sum(int(x) for x in f[11:15]) / TICK
+    total = sum(int(x) for x in f[11:15]) / TICK
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            children = (task / "children").read_text().split()
+        except FileNotFoundError:
+            continue
+        total += sum(cpu_seconds(int(c)) for c in children)
+    return total
 
 
 def build() -> Path:

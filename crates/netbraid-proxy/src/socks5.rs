@@ -265,6 +265,57 @@ pub fn reply_text(code: u8) -> &'static str {
     }
 }
 
+/// The fuzzer's property over one input (examples/fuzz_socks5.rs, and the
+/// kept corpus replayed by the tests): every parser on every prefix, where
+/// once a prefix is judged complete or bad, every longer one must be judged
+/// the same (more bytes never rescue a bad message nor change a finished
+/// one). Returns each parser's final outcome as a shape (kind, variant,
+/// reason; no values), or the change of mind.
+pub fn shapes(input: &[u8]) -> Result<Vec<String>, String> {
+    fn judge<T: std::fmt::Debug>(p: Parse<T>) -> (u8, String) {
+        match p {
+            Parse::Need(_) => (0, "need".into()),
+            Parse::Done(v, n) => (1, format!("done {n} {v:?}")),
+            Parse::Bad(b) => (
+                2,
+                format!("bad {:?} {}", b.reply, b.why.split("0x").next().unwrap_or("")),
+            ),
+        }
+    }
+    type Judge = fn(&[u8]) -> (u8, String);
+    let parsers: [(&str, Judge); 4] = [
+        ("greeting", |b| judge(greeting(b))),
+        ("user_pass", |b| judge(user_pass(b))),
+        ("request", |b| judge(request(b))),
+        ("reply", |b| judge(parse_reply(b))),
+    ];
+    let mut out = Vec::new();
+    for (name, parse) in parsers {
+        let mut settled: Option<(usize, u8, String)> = None;
+        for k in 0..=input.len() {
+            let (kind, outcome) = parse(&input[..k]);
+            match &settled {
+                Some((at, skind, soutcome)) if kind != *skind || (kind == 1 && outcome != *soutcome) => {
+                    return Err(format!("{name}: {soutcome:?} at {at} bytes, then {outcome:?} at {k}"));
+                }
+                Some(_) => {}
+                None if kind != 0 => settled = Some((k, kind, outcome.clone())),
+                None => {}
+            }
+        }
+        let last = settled.map_or("need".to_string(), |(_, _, o)| o);
+        let shape: String = last
+            .split(['(', '['])
+            .next()
+            .unwrap_or("")
+            .chars()
+            .filter(|c| !c.is_ascii_digit())
+            .collect();
+        out.push(format!("{name}:{shape}"));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -351,6 +402,23 @@ mod tests {
             let rep = reply_bytes(reply::SUCCEEDED, Some(addr));
             assert_eq!(parse_reply(&rep), Parse::Done(0, rep.len()));
         }
+    }
+
+    #[test]
+    fn the_kept_fuzz_corpus_still_holds() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/proxy-fuzz-corpus");
+        let mut n = 0;
+        for entry in std::fs::read_dir(&dir).expect("bench/proxy-fuzz-corpus") {
+            let path = entry.unwrap().path();
+            if path.is_file() {
+                let input = std::fs::read(&path).unwrap();
+                if let Err(why) = shapes(&input) {
+                    panic!("{}: {why}", path.display());
+                }
+                n += 1;
+            }
+        }
+        assert!(n >= 7, "only {n} inputs in {}", dir.display());
     }
 
     fn check_contract<T: std::fmt::Debug>(buf: &[u8], p: Parse<T>) {
