@@ -108,30 +108,16 @@ async fn spliced(d: &Direction<'_>, pipe: &Pipe) -> Result<(), Spliced> {
     loop {
         // Fill: the pipe is empty here.
         let want = pipe.cap.min(CHUNK);
-        d.src.readable().await.map_err(|e| Spliced::Stop(stop(d.src_leg, e)))?;
-        d.budget
-            .acquire_many(want as u32)
-            .await
-            .expect("the budget is never closed")
-            .forget();
-        let got = d
-            .src
-            .try_io(Interest::READABLE, || splice(src, pipe.w.as_raw_fd(), want));
+        let got = take(d, want, || {
+            d.src
+                .try_io(Interest::READABLE, || splice(src, pipe.w.as_raw_fd(), want))
+        })
+        .await;
         let held = match got {
-            Ok(n) => {
-                d.budget.add_permits(want - n);
-                n
-            }
-            Err(e) => {
-                d.budget.add_permits(want);
-                if e.kind() == io::ErrorKind::WouldBlock {
-                    continue;
-                }
-                if first && e.raw_os_error() == Some(libc::EINVAL) {
-                    return Err(Spliced::Unsupported);
-                }
-                return Err(Spliced::Stop(stop(d.src_leg, e)));
-            }
+            Ok(Some(n)) => n,
+            Ok(None) => continue,
+            Err(e) if first && e.raw_os_error() == Some(libc::EINVAL) => return Err(Spliced::Unsupported),
+            Err(e) => return Err(Spliced::Stop(stop(d.src_leg, e))),
         };
         first = false;
         if held == 0 {
@@ -172,25 +158,11 @@ async fn copied(d: &Direction<'_>, size: usize, until_bulk: bool) -> Result<bool
     loop {
         let want = buf.capacity();
         buf.clear();
-        d.src.readable().await.map_err(|e| stop(d.src_leg, e))?;
-        d.budget
-            .acquire_many(want as u32)
-            .await
-            .expect("the budget is never closed")
-            .forget();
         // Into the spare capacity: no zeroing of a buffer per connection.
-        let held = match d.src.try_read_buf(&mut buf) {
-            Ok(n) => {
-                d.budget.add_permits(want - n);
-                n
-            }
-            Err(e) => {
-                d.budget.add_permits(want);
-                if e.kind() == io::ErrorKind::WouldBlock {
-                    continue;
-                }
-                return Err(stop(d.src_leg, e));
-            }
+        let held = match take(d, want, || d.src.try_read_buf(&mut buf)).await {
+            Ok(Some(n)) => n,
+            Ok(None) => continue,
+            Err(e) => return Err(stop(d.src_leg, e)),
         };
         if held == 0 {
             return finish(d).map(|_| false);
@@ -212,6 +184,32 @@ async fn copied(d: &Direction<'_>, size: usize, until_bulk: bool) -> Result<bool
         }
         if until_bulk && held == want && d.buffer > want {
             return Ok(true);
+        }
+    }
+}
+
+/// One read of at most `want` bytes from the source, once it is readable
+/// and the budget has room for them (what was not read is given back).
+/// `None`: nothing to read after all (readiness cleared; wait again).
+async fn take(d: &Direction<'_>, want: usize, read: impl FnOnce() -> io::Result<usize>) -> io::Result<Option<usize>> {
+    d.src.readable().await?;
+    d.budget
+        .acquire_many(want as u32)
+        .await
+        .expect("the budget is never closed")
+        .forget();
+    match read() {
+        Ok(n) => {
+            d.budget.add_permits(want - n);
+            Ok(Some(n))
+        }
+        Err(e) => {
+            d.budget.add_permits(want);
+            if e.kind() == io::ErrorKind::WouldBlock {
+                Ok(None)
+            } else {
+                Err(e)
+            }
         }
     }
 }
