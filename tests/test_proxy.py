@@ -382,3 +382,32 @@ def test_socks5_username_password(proxies):
     # Right password: CONNECT goes ahead (the server is down: refused, 0x05).
     good = b"\x01\x05alice\x06s3cret"
     assert socks5_reply(p.port, good + req, greeting=b"\x05\x01\x02")[:6] == b"\x05\x02\x01\x00\x05\x05"
+
+
+def test_an_upstream_that_never_answers_times_out(proxies):
+    """A listener whose accept queue is full drops SYNs: the connect hangs
+    until --connect-timeout, then the client gets SOCKS5 reply 6 (TTL expired)."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(0)
+    port = srv.getsockname()[1]
+    fillers = []
+    for _ in range(3):  # fill the accept queue (never accepted)
+        f = socket.socket()
+        f.setblocking(False)
+        f.connect_ex(("127.0.0.1", port))
+        fillers.append(f)
+    time.sleep(0.2)
+    p = proxies(["--socks5", "--allow", f"127.0.0.1:{port}", "--connect-timeout", "1s"])
+    t0 = time.monotonic()
+    rep = socks5_reply(p.port, b"\x05\x01\x00\x01" + socket.inet_aton("127.0.0.1") + struct.pack("!H", port))
+    waited = time.monotonic() - t0
+    assert rep[2:4] == b"\x05\x06", rep
+    assert 0.9 < waited < 3, waited
+    p.wait_idle()
+    (rec,) = p.records()
+    assert rec["outcome"] == "failed" and rec["reason"].startswith("connect timeout")
+    assert p.metrics()["netbraid_proxy_timeouts_total"] == 1
+    for f in fillers:
+        f.close()
+    srv.close()

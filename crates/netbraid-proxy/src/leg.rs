@@ -75,13 +75,13 @@ pub fn check(leg: &str, opts: &LegOptions, mptcp: bool) -> Result<(), String> {
     })
 }
 
-/// Opens the upstream connection with the leg's options set before SYN.
+/// Opens the upstream connection with the leg's options set before SYN
+/// (its time limit is the connection's `--connect-timeout`, deadline.rs).
 pub async fn connect(
     dest: SocketAddr,
     opts: &LegOptions,
     mptcp: bool,
     bind: Option<SocketAddr>,
-    timeout: Duration,
 ) -> io::Result<TcpStream> {
     let domain = Domain::for_address(dest);
     let proto = if mptcp { Protocol::MPTCP } else { Protocol::TCP };
@@ -90,14 +90,7 @@ pub async fn connect(
     if let Some(b) = bind {
         sock.bind(&b.into())?;
     }
-    let sock = TcpSocket::from_std_stream(sock.into());
-    match tokio::time::timeout(timeout, sock.connect(dest)).await {
-        Ok(r) => r,
-        Err(_) => Err(io::Error::new(
-            io::ErrorKind::TimedOut,
-            format!("no answer within {timeout:?}"),
-        )),
-    }
+    TcpSocket::from_std_stream(sock.into()).connect(dest).await
 }
 
 /// Where a transparently redirected connection was going: the conntrack

@@ -9,11 +9,13 @@
 //! - `socks5`: the SOCKS5 messages, parsed without I/O
 //! - `leg`: per-leg socket settings, connecting, original destinations
 //! - `relay`: one direction of a connection (splice, bounded memory)
+//! - `deadline`: every connection's timeouts, swept once per thread
 //! - `server`: accepting, deciding, connecting, relaying, shutting down
 //! - `observe`: per-connection JSON records and Prometheus counters
 
 pub mod allow;
 pub mod config;
+pub mod deadline;
 pub mod leg;
 pub mod observe;
 pub mod relay;

@@ -13,6 +13,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::config::{Config, Mode};
+use crate::deadline::{Deadlines, Fired, Phase, Watchlist};
 use crate::leg;
 use crate::observe::{Counters, Record, RecordLog};
 use crate::relay::{self, Direction, Leg, Stop};
@@ -213,6 +214,11 @@ fn worker(shared: Arc<Shared>, listener: Socket, slots: Arc<Semaphore>, mut stop
                 return;
             }
         };
+        let watchlist = Arc::new(Watchlist::default());
+        {
+            let (w, s) = (watchlist.clone(), shared.clone());
+            tokio::spawn(async move { w.sweep(|| s.now_ms(), s.closing.clone()).await });
+        }
         let mut tasks = tokio::task::JoinSet::new();
         loop {
             while tasks.try_join_next().is_some() {}
@@ -226,7 +232,7 @@ fn worker(shared: Arc<Shared>, listener: Socket, slots: Arc<Semaphore>, mut stop
             };
             match accepted {
                 Ok((stream, peer)) => {
-                    tasks.spawn(handle(shared.clone(), stream, peer, permit));
+                    tasks.spawn(handle(shared.clone(), watchlist.clone(), stream, peer, permit));
                 }
                 Err(e) => {
                     // Out of descriptors or memory for a moment: wait rather than spin.
@@ -236,8 +242,8 @@ fn worker(shared: Arc<Shared>, listener: Socket, slots: Arc<Semaphore>, mut stop
             }
         }
         drop(listener);
-        // After the drain time the connections are told to close (`closing`);
-        // each records itself and ends.
+        // After the drain time the sweep tells the connections to close
+        // (`closing`); each records itself and ends.
         while tasks.join_next().await.is_some() {}
     });
 }
@@ -363,7 +369,13 @@ impl Drop for Active {
     }
 }
 
-async fn handle(shared: Arc<Shared>, client: TcpStream, peer: SocketAddr, _slot: OwnedSemaphorePermit) {
+async fn handle(
+    shared: Arc<Shared>,
+    watchlist: Arc<Watchlist>,
+    client: TcpStream,
+    peer: SocketAddr,
+    _slot: OwnedSemaphorePermit,
+) {
     let c = &shared.counters;
     c.accepted.fetch_add(1, Ordering::Relaxed);
     c.active.fetch_add(1, Ordering::Relaxed);
@@ -381,13 +393,11 @@ async fn handle(shared: Arc<Shared>, client: TcpStream, peer: SocketAddr, _slot:
     // inherit them (buffers, TCP_CONGESTION, TCP_NODELAY).
     let up = AtomicU64::new(0);
     let down = AtomicU64::new(0);
-    let mut closing = shared.closing.clone();
+    let deadlines = Arc::new(Deadlines::new(shared.now_ms(), shared.cfg.idle_timeout));
+    watchlist.watch(&deadlines);
     let ending = tokio::select! {
-        e = connection(&shared, &client, &mut rec, &up, &down) => e,
-        _ = closing.wait_for(|&c| c) => {
-            leg::reset_on_close(&client);
-            Ending::Relayed("proxy shut down".into())
-        }
+        e = connection(&shared, &client, &mut rec, &up, &down, &deadlines) => e,
+        _ = deadlines.fired.notified() => stopped(&shared, &client, &deadlines).await,
     };
     rec.end_unix = unix_now();
     rec.duration_s = started.elapsed().as_secs_f64();
@@ -425,9 +435,54 @@ async fn handle(shared: Arc<Shared>, client: TcpStream, peer: SocketAddr, _slot:
     }
 }
 
-async fn connection(shared: &Shared, client: &TcpStream, rec: &mut Record, up: &AtomicU64, down: &AtomicU64) -> Ending {
+/// How a connection ends when its sweep stops it: a timeout of the phase it
+/// was in, or the end of the drain.
+async fn stopped(shared: &Shared, client: &TcpStream, deadlines: &Deadlines) -> Ending {
+    let cfg = &shared.cfg;
+    match deadlines.fired_as() {
+        Some(Fired::Timeout(Phase::Handshake)) => {
+            Ending::Refused(format!("handshake timeout ({:?})", cfg.handshake_timeout))
+        }
+        Some(Fired::Timeout(Phase::Connect)) => {
+            if cfg.mode == Mode::Socks5 {
+                let _ = client_reply(client, reply::TTL_EXPIRED, None).await;
+            } else {
+                leg::reset_on_close(client);
+            }
+            Ending::Failed(format!("connect timeout ({:?}): no answer", cfg.connect_timeout))
+        }
+        Some(Fired::Timeout(Phase::Relay)) => {
+            Ending::Relayed(format!("idle timeout ({:?})", cfg.idle_timeout.unwrap_or_default()))
+        }
+        Some(Fired::Shutdown) | None => {
+            leg::reset_on_close(client);
+            match deadlines.phase() {
+                Phase::Relay => Ending::Relayed("proxy shut down".into()),
+                _ => Ending::Failed("proxy shut down".into()),
+            }
+        }
+    }
+}
+
+async fn connection(
+    shared: &Shared,
+    client: &TcpStream,
+    rec: &mut Record,
+    up: &AtomicU64,
+    down: &AtomicU64,
+    deadlines: &Deadlines,
+) -> Ending {
     let cfg = &shared.cfg;
     let socks = cfg.mode == Mode::Socks5;
+    let phase = |p: Phase, limit: Option<Duration>| deadlines.enter(p, shared.now_ms(), limit);
+    phase(
+        if socks { Phase::Handshake } else { Phase::Connect },
+        Some(if socks {
+            cfg.handshake_timeout
+        } else {
+            cfg.connect_timeout
+        }),
+    );
     // Where to.
     let mut early = Vec::new(); // bytes a SOCKS5 client sent after its request
     let dest = match &cfg.mode {
@@ -447,15 +502,11 @@ async fn connection(shared: &Shared, client: &TcpStream, rec: &mut Record, up: &
             d
         }
         Mode::Socks5 => {
-            let hs = tokio::time::timeout(
-                cfg.handshake_timeout,
-                socks5_handshake(client, cfg.socks5_auth.as_ref()),
-            );
-            let (target, rest) = match hs.await {
-                Err(_) => return Ending::Refused(format!("handshake timeout ({:?})", cfg.handshake_timeout)),
-                Ok(Err(why)) => return Ending::Refused(why),
-                Ok(Ok(t)) => t,
+            let (target, rest) = match socks5_handshake(client, cfg.socks5_auth.as_ref()).await {
+                Err(why) => return Ending::Refused(why),
+                Ok(t) => t,
             };
+            phase(Phase::Connect, Some(cfg.connect_timeout));
             early = rest;
             rec.destination = Some(target.clone());
             match choose(shared, &target).await {
@@ -505,7 +556,9 @@ async fn connection(shared: &Shared, client: &TcpStream, rec: &mut Record, up: &
             .bytes_up
             .fetch_add(early.len() as u64, Ordering::Relaxed);
     }
-    relay_both(shared, client, &upstream, up, down).await
+    phase(Phase::Relay, None);
+    deadlines.last_activity_ms.store(shared.now_ms(), Ordering::Relaxed);
+    relay_both(shared, client, &upstream, up, down, deadlines).await
 }
 
 async fn relay_both(
@@ -514,9 +567,9 @@ async fn relay_both(
     upstream: &TcpStream,
     up: &AtomicU64,
     down: &AtomicU64,
+    deadlines: &Deadlines,
 ) -> Ending {
     let cfg = &shared.cfg;
-    let last = AtomicU64::new(shared.now_ms());
     let ended = AtomicU8::new(0);
     let now = || shared.now_ms();
     let direction = |src, src_leg, dst, dst_leg, moved, total| Direction {
@@ -528,7 +581,7 @@ async fn relay_both(
         budget: &shared.budget,
         moved,
         total,
-        last_activity: &last,
+        last_activity: &deadlines.last_activity_ms,
         now_ms: &now,
         ended: &ended,
     };
@@ -548,34 +601,18 @@ async fn relay_both(
         down,
         &shared.counters.bytes_down,
     );
-    let both = async { tokio::try_join!(relay::run(to_upstream), relay::run(to_client)) };
-    let idle = async {
-        match cfg.idle_timeout {
-            None => std::future::pending::<()>().await,
-            Some(limit) => loop {
-                let since = Duration::from_millis(shared.now_ms().saturating_sub(last.load(Ordering::Relaxed)));
-                if since >= limit {
-                    return;
-                }
-                tokio::time::sleep(limit - since).await;
-            },
+    match tokio::try_join!(relay::run(to_upstream), relay::run(to_client)) {
+        Ok(_) => Ending::Relayed("closed".into()),
+        Err(Stop::Reset(leg)) => {
+            // Pass the reset on to the other leg.
+            leg::reset_on_close(if leg == Leg::Client { upstream } else { client });
+            Ending::Relayed(format!("{} reset", leg.name()))
         }
-    };
-    tokio::select! {
-        r = both => match r {
-            Ok(_) => Ending::Relayed("closed".into()),
-            Err(Stop::Reset(leg)) => {
-                // Pass the reset on to the other leg.
-                leg::reset_on_close(if leg == Leg::Client { upstream } else { client });
-                Ending::Relayed(format!("{} reset", leg.name()))
-            }
-            Err(Stop::Error(leg, e)) => {
-                leg::reset_on_close(client);
-                leg::reset_on_close(upstream);
-                Ending::Relayed(format!("{} error: {e}", leg.name()))
-            }
-        },
-        _ = idle => Ending::Relayed(format!("idle timeout ({limit:?})", limit = cfg.idle_timeout.unwrap_or_default())),
+        Err(Stop::Error(leg, e)) => {
+            leg::reset_on_close(client);
+            leg::reset_on_close(upstream);
+            Ending::Relayed(format!("{} error: {e}", leg.name()))
+        }
     }
 }
 
@@ -586,21 +623,14 @@ async fn choose(shared: &Shared, target: &Target) -> Result<SocketAddr, (u8, End
     match target {
         Target::Addr(a) => Ok(*a),
         Target::Name(host, port) => {
-            let lookup = tokio::net::lookup_host((host.as_str(), *port));
-            let addrs: Vec<SocketAddr> = match tokio::time::timeout(shared.cfg.connect_timeout, lookup).await {
-                Err(_) => {
-                    return Err((
-                        reply::HOST_UNREACHABLE,
-                        Ending::Failed(format!("resolving {host}: timeout")),
-                    ))
-                }
-                Ok(Err(e)) => {
+            let addrs: Vec<SocketAddr> = match tokio::net::lookup_host((host.as_str(), *port)).await {
+                Err(e) => {
                     return Err((
                         reply::HOST_UNREACHABLE,
                         Ending::Failed(format!("resolving {host}: {e}")),
                     ))
                 }
-                Ok(Ok(a)) => a.collect(),
+                Ok(a) => a.collect(),
             };
             match addrs.iter().find(|a| shared.cfg.allow.permits(**a)) {
                 Some(a) => Ok(*a),
@@ -624,7 +654,7 @@ async fn connect_upstream(cfg: &Config, dest: SocketAddr) -> Result<TcpStream, (
     } else {
         "connect"
     };
-    let stream = leg::connect(hop, &cfg.upstream, cfg.mptcp, cfg.upstream_bind, cfg.connect_timeout)
+    let stream = leg::connect(hop, &cfg.upstream, cfg.mptcp, cfg.upstream_bind)
         .await
         .map_err(|e| (reply_for(&e), format!("{what} {hop}: {e}")))?;
     if cfg.via_socks5.is_some() {
@@ -650,11 +680,10 @@ async fn connect_upstream(cfg: &Config, dest: SocketAddr) -> Result<TcpStream, (
                 }
             }
         };
-        match tokio::time::timeout(cfg.connect_timeout, ask).await {
-            Err(_) => return Err((reply::TTL_EXPIRED, format!("next proxy {hop}: no reply"))),
-            Ok(Err(e)) => return Err((reply::GENERAL_FAILURE, format!("next proxy {hop}: {e}"))),
-            Ok(Ok(reply::SUCCEEDED)) => {}
-            Ok(Ok(code)) => return Err((code, format!("next proxy {hop}: {}", socks5::reply_text(code)))),
+        match ask.await {
+            Err(e) => return Err((reply::GENERAL_FAILURE, format!("next proxy {hop}: {e}"))),
+            Ok(reply::SUCCEEDED) => {}
+            Ok(code) => return Err((code, format!("next proxy {hop}: {}", socks5::reply_text(code)))),
         }
     }
     Ok(stream)
