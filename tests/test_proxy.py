@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import shutil
 import signal
 import socket
 import struct
@@ -90,12 +91,12 @@ def test_a_chain_of_two_proxies_and_socks5(proxies):
     a = proxies(["--socks5", "--allow", f"127.0.0.1:{server_port}", "--via-socks5", f"127.0.0.1:{b.port}"],
                 name="a")
     fds = (a.fds(), b.fds())
-    run_load(a.port, server_port, connections=300, max_bytes=300_000, seed=2, socks=True)
+    run_load(a.port, server_port, connections=1000, max_bytes=100_000, seed=2, socks=True)
     a.wait_idle()
     b.wait_idle()
     for proxy in (a, b):
         recs = proxy.records()
-        assert len(recs) == 300 and all(r["reason"] == "closed" for r in recs)
+        assert len(recs) == 1000 and all(r["reason"] == "closed" for r in recs)
         assert all(r["upstream"] == f"127.0.0.1:{server_port}" for r in recs)
     assert {r["via"] for r in a.records()} == {f"127.0.0.1:{b.port}"}
     assert a.fds() <= fds[0] and b.fds() <= fds[1]
@@ -411,3 +412,30 @@ def test_an_upstream_that_never_answers_times_out(proxies):
     for f in fillers:
         f.close()
     srv.close()
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
+def test_curl_through_socks5(proxies, tmp_path):
+    """`curl --socks5` (the proxy resolves nothing) and `--socks5-hostname`
+    (the proxy resolves the name) both fetch a page through the proxy."""
+    import functools
+    import http.server
+
+    (tmp_path / "page.txt").write_text("through the proxy\n")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    port = server.server_address[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        p = proxies(["--socks5", "--allow", f"127.0.0.1:{port}"])
+        for flag, host in (("--socks5", "127.0.0.1"), ("--socks5-hostname", "localhost")):
+            out = subprocess.run(["curl", "-sS", "--max-time", "10", flag, f"127.0.0.1:{p.port}",
+                                  f"http://{host}:{port}/page.txt"], capture_output=True, text=True, timeout=30)
+            assert out.returncode == 0 and out.stdout == "through the proxy\n", (flag, out)
+        out = subprocess.run(["curl", "-sS", "--max-time", "10", "--socks5", f"127.0.0.1:{p.port}",
+                              "http://127.0.0.1:9/"], capture_output=True, text=True, timeout=30)
+        assert out.returncode != 0  # port 9 is not allowed
+        p.wait_idle()
+        assert [r["outcome"] for r in p.records()] == ["relayed", "relayed", "refused"]
+    finally:
+        server.shutdown()
