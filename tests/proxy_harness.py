@@ -25,7 +25,10 @@ import sys
 import time
 from pathlib import Path
 
-PROXY = [sys.executable, "-m", "netbraid.entry", "proxy"]
+# `netbraid proxy` as users start it; NETBRAID_PROXY_BIN=path runs the
+# standalone binary instead (target/release/netbraid-proxy).
+PROXY = ([os.environ["NETBRAID_PROXY_BIN"]] if os.environ.get("NETBRAID_PROXY_BIN")
+         else [sys.executable, "-m", "netbraid.entry", "proxy"])
 HEADER = struct.Struct("!QQQ")
 
 
@@ -103,6 +106,14 @@ class Proxy:
 
     def fds(self) -> int:
         return len(os.listdir(f"/proc/{self.pid}/fd"))
+
+    def fds_settle(self, at_most: int, timeout: float = 5) -> int:
+        """The descriptor count once it is at most `at_most` (the last
+        scrape's socket may still be closing), or after `timeout`."""
+        deadline = time.monotonic() + timeout
+        while (n := self.fds()) > at_most and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return n
 
     def peak_rss_mb(self) -> float:
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():

@@ -32,7 +32,9 @@ pub struct Counters {
 }
 
 impl Counters {
-    pub fn prometheus(&self) -> String {
+    /// The text format; `held_bytes`: what the connections hold now of
+    /// `--max-memory` (read from the budget).
+    pub fn prometheus(&self, held_bytes: u64) -> String {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let mut out = String::new();
         let mut metric = |name: &str, kind: &str, help: &str, lines: &[(&str, u64)]| {
@@ -52,6 +54,12 @@ impl Counters {
             "counter",
             "Connections accepted.",
             &[("", g(&self.accepted))],
+        );
+        metric(
+            "memory_bytes",
+            "gauge",
+            "Bytes the connections hold now (read, not yet delivered), of --max-memory.",
+            &[("", held_bytes)],
         );
         metric(
             "outcomes_total",
@@ -150,12 +158,17 @@ impl RecordLog {
 
 /// Serves the counters over HTTP/1.x at `/metrics` (and `/`), one request
 /// per connection; a scraper sends nothing else.
-pub async fn serve_metrics(listener: TcpListener, counters: std::sync::Arc<Counters>) {
+pub async fn serve_metrics(
+    listener: TcpListener,
+    counters: std::sync::Arc<Counters>,
+    held_bytes: impl Fn() -> u64 + Clone + Send + 'static,
+) {
     loop {
         let Ok((mut s, _)) = listener.accept().await else {
             continue;
         };
         let counters = counters.clone();
+        let held_bytes = held_bytes.clone();
         tokio::spawn(async move {
             let mut req = Vec::with_capacity(512);
             let mut buf = [0u8; 512];
@@ -174,7 +187,7 @@ pub async fn serve_metrics(listener: TcpListener, counters: std::sync::Arc<Count
             let line = req.split(|&b| b == b'\r').next().unwrap_or_default();
             let path = line.split(|&b| b == b' ').nth(1).unwrap_or_default();
             let (status, body) = if line.starts_with(b"GET ") && (path == b"/metrics" || path == b"/") {
-                ("200 OK", counters.prometheus())
+                ("200 OK", counters.prometheus(held_bytes()))
             } else {
                 ("404 Not Found", "GET /metrics\n".to_string())
             };

@@ -113,38 +113,30 @@ async fn spliced(d: &Direction<'_>, pipe: &Pipe) -> Result<(), Spliced> {
                 .try_io(Interest::READABLE, || splice(src, pipe.w.as_raw_fd(), want))
         })
         .await;
-        let held = match got {
-            Ok(Some(n)) => n,
+        let mut held = match got {
+            Ok(Some(h)) => h,
             Ok(None) => continue,
             Err(e) if first && e.raw_os_error() == Some(libc::EINVAL) => return Err(Spliced::Unsupported),
             Err(e) => return Err(Spliced::Stop(stop(d.src_leg, e))),
         };
         first = false;
-        if held == 0 {
+        if held.bytes == 0 {
             return finish(d).map_err(Spliced::Stop);
         }
         // Drain: until the pipe is empty again.
-        let mut left = held;
-        while left > 0 {
+        while held.bytes > 0 {
             d.dst.writable().await.map_err(|e| Spliced::Stop(stop(d.dst_leg, e)))?;
             match d
                 .dst
-                .try_io(Interest::WRITABLE, || splice(pipe.r.as_raw_fd(), dst, left))
+                .try_io(Interest::WRITABLE, || splice(pipe.r.as_raw_fd(), dst, held.bytes))
             {
                 Ok(0) => {
-                    d.budget.add_permits(left);
                     let e = io::Error::new(io::ErrorKind::WriteZero, "splice wrote nothing from a full pipe");
                     return Err(Spliced::Stop(Stop::Error(d.dst_leg, e)));
                 }
-                Ok(n) => {
-                    left -= n;
-                    delivered(d, n);
-                }
+                Ok(n) => delivered(d, &mut held, n),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) => {
-                    d.budget.add_permits(left);
-                    return Err(Spliced::Stop(stop(d.dst_leg, e)));
-                }
+                Err(e) => return Err(Spliced::Stop(stop(d.dst_leg, e))),
             }
         }
     }
@@ -159,39 +151,56 @@ async fn copied(d: &Direction<'_>, size: usize, until_bulk: bool) -> Result<bool
         let want = buf.capacity();
         buf.clear();
         // Into the spare capacity: no zeroing of a buffer per connection.
-        let held = match take(d, want, || d.src.try_read_buf(&mut buf)).await {
-            Ok(Some(n)) => n,
+        let mut held = match take(d, want, || d.src.try_read_buf(&mut buf)).await {
+            Ok(Some(h)) => h,
             Ok(None) => continue,
             Err(e) => return Err(stop(d.src_leg, e)),
         };
-        if held == 0 {
+        let got = held.bytes;
+        if got == 0 {
             return finish(d).map(|_| false);
         }
         let mut from = 0;
-        while from < held {
+        while from < got {
             d.dst.writable().await.map_err(|e| stop(d.dst_leg, e))?;
-            match d.dst.try_write(&buf[from..held]) {
+            match d.dst.try_write(&buf[from..got]) {
                 Ok(n) => {
                     from += n;
-                    delivered(d, n);
+                    delivered(d, &mut held, n);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) => {
-                    d.budget.add_permits(held - from);
-                    return Err(stop(d.dst_leg, e));
-                }
+                Err(e) => return Err(stop(d.dst_leg, e)),
             }
         }
-        if until_bulk && held == want && d.buffer > want {
+        if until_bulk && got == want && d.buffer > want {
             return Ok(true);
         }
+    }
+}
+
+/// Bytes read and not yet delivered, with their share of the budget: given
+/// back as they are delivered, and whatever is left when the direction is
+/// dropped (a timeout, a reset on the other direction, the end of a drain)
+/// — so no budget is ever lost with a connection.
+struct Held<'a> {
+    budget: &'a Semaphore,
+    bytes: usize,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.budget.add_permits(self.bytes);
     }
 }
 
 /// One read of at most `want` bytes from the source, once it is readable
 /// and the budget has room for them (what was not read is given back).
 /// `None`: nothing to read after all (readiness cleared; wait again).
-async fn take(d: &Direction<'_>, want: usize, read: impl FnOnce() -> io::Result<usize>) -> io::Result<Option<usize>> {
+async fn take<'a>(
+    d: &Direction<'a>,
+    want: usize,
+    read: impl FnOnce() -> io::Result<usize>,
+) -> io::Result<Option<Held<'a>>> {
     d.src.readable().await?;
     d.budget
         .acquire_many(want as u32)
@@ -201,7 +210,10 @@ async fn take(d: &Direction<'_>, want: usize, read: impl FnOnce() -> io::Result<
     match read() {
         Ok(n) => {
             d.budget.add_permits(want - n);
-            Ok(Some(n))
+            Ok(Some(Held {
+                budget: d.budget,
+                bytes: n,
+            }))
         }
         Err(e) => {
             d.budget.add_permits(want);
@@ -214,7 +226,8 @@ async fn take(d: &Direction<'_>, want: usize, read: impl FnOnce() -> io::Result<
     }
 }
 
-fn delivered(d: &Direction<'_>, n: usize) {
+fn delivered(d: &Direction<'_>, held: &mut Held<'_>, n: usize) {
+    held.bytes -= n;
     d.budget.add_permits(n);
     d.moved.fetch_add(n as u64, Ordering::Relaxed);
     d.total.fetch_add(n as u64, Ordering::Relaxed);

@@ -27,7 +27,7 @@ struct Shared {
     counters: Arc<Counters>,
     records: RecordLog,
     /// Bytes held by all connections (permits are bytes).
-    budget: Semaphore,
+    budget: Arc<Semaphore>,
     epoch: Instant,
     next_id: AtomicU64,
     /// Set when the drain time is over: connections still open close.
@@ -123,7 +123,7 @@ pub fn run(mut cfg: Config) -> i32 {
     let counters = Arc::new(Counters::default());
     let slots = Arc::new(Semaphore::new(cfg.max_connections));
     let shared = Arc::new(Shared {
-        budget: Semaphore::new(cfg.max_memory),
+        budget: Arc::new(Semaphore::new(cfg.max_memory)),
         counters: counters.clone(),
         records,
         epoch: Instant::now(),
@@ -146,7 +146,9 @@ pub fn run(mut cfg: Config) -> i32 {
         if let Some(m) = metrics {
             match m.set_nonblocking(true).and_then(|_| TcpListener::from_std(m)) {
                 Ok(m) => {
-                    tokio::spawn(crate::observe::serve_metrics(m, counters.clone()));
+                    let (budget, most) = (shared.budget.clone(), shared.cfg.max_memory);
+                    let held = move || most.saturating_sub(budget.available_permits()) as u64;
+                    tokio::spawn(crate::observe::serve_metrics(m, counters.clone(), held));
                 }
                 Err(e) => eprintln!("netbraid proxy: --metrics: {e}"),
             }
@@ -380,6 +382,9 @@ async fn handle(
     c.accepted.fetch_add(1, Ordering::Relaxed);
     c.active.fetch_add(1, Ordering::Relaxed);
     let _active = Active(c.clone());
+    // Dropped before `_active` (locals go in reverse order, parameters
+    // last): a connection counts as open until its socket is closed.
+    let client = client;
     let mut rec = Record {
         id: shared.next_id.fetch_add(1, Ordering::Relaxed),
         start_unix: unix_now(),
