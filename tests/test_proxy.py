@@ -343,7 +343,8 @@ def test_idle_connections_are_closed(proxies):
     assert s.recv(10) == b"hello"
     s.settimeout(10)
     t0 = time.monotonic()
-    assert s.recv(10) == b""  # closed by the proxy after 1 s of silence
+    with pytest.raises(ConnectionResetError):  # reset by the proxy after 1 s of silence
+        s.recv(10)
     assert 0.9 < time.monotonic() - t0 < 5
     p.wait_idle()
     (rec,) = p.records()
@@ -498,3 +499,97 @@ def test_the_memory_budget_comes_back_when_stuck_connections_are_closed(proxies)
             s.close()
     finally:
         stop.set()
+
+
+@pytest.mark.parametrize("fin", [False, True])
+def test_urgent_data_in_a_bulk_transfer_is_stepped_over(proxies, fin):
+    """TCP urgent data (MSG_OOB) after a bulk start: the proxy, splicing by
+    then, passes every normal byte on and skips the urgent one, as recv()
+    does (splice alone stops at the urgent mark for good)."""
+    srv, port = _listener()
+    p = proxies(["--to", f"127.0.0.1:{port}"])
+    c = socket.create_connection(("127.0.0.1", p.port), timeout=10)
+    s, _ = srv.accept()
+    c.sendall(b"a" * (1 << 20))
+    time.sleep(0.3)
+    c.send(b"X", socket.MSG_OOB)
+    time.sleep(0.1)
+    c.sendall(b"b" * 100_000)
+    if fin:
+        c.shutdown(socket.SHUT_WR)
+    s.settimeout(5)
+    got, eof = 0, False
+    try:
+        while got < (1 << 20) + 100_000 or fin:
+            data = s.recv(65536)
+            if not data:
+                eof = True
+                break
+            got += len(data)
+    except socket.timeout:
+        pass
+    assert got == (1 << 20) + 100_000 and eof == fin
+    c.close()
+    s.close()
+
+
+def test_an_idle_timeout_with_bytes_held_resets_rather_than_ends(proxies):
+    """The upstream stops reading, nothing moves, the idle timeout closes the
+    connection: bytes were still in the proxy, so the upstream must see a
+    reset, not a clean end of stream."""
+    srv, port = _listener()
+    p = proxies(["--to", f"127.0.0.1:{port}", "--idle-timeout", "1s"])
+    c = socket.create_connection(("127.0.0.1", p.port), timeout=10)
+    s, _ = srv.accept()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    c.setblocking(False)
+    sent = 0
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        try:
+            sent += c.send(b"a" * 65536)
+        except BlockingIOError:
+            time.sleep(0.05)
+        except OSError:
+            break
+    s.settimeout(10)
+    got = 0
+    with pytest.raises(ConnectionResetError):
+        while data := s.recv(65536):
+            got += len(data)
+    assert got < sent
+    p.wait_idle()
+    (rec,) = p.records()
+    assert rec["reason"].startswith("idle timeout")
+
+
+def test_sigterm_while_connections_arrive_still_exits():
+    """Connections queued while the proxy is stopped (SIGSTOP), SIGTERM, then
+    SIGCONT: the drain ends and the proxy exits, even for connections whose
+    tasks had not started when the signal came."""
+    srv, port = _listener()
+    srv.listen(512)
+    listen_port = free_port()
+    proc = subprocess.Popen(PROXY + ["--listen", f"127.0.0.1:{listen_port}", "--to", f"127.0.0.1:{port}",
+                                     "--threads", "1", "--idle-timeout", "0", "--drain-timeout", "1s", "-q"],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", listen_port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        proc.send_signal(signal.SIGSTOP)
+        clients = [socket.create_connection(("127.0.0.1", listen_port), timeout=5) for _ in range(100)]
+        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signal.SIGCONT)
+        assert proc.wait(15) == 0
+        assert "panicked" not in proc.stderr.read()
+        for c in clients:
+            c.close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()

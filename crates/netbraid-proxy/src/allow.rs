@@ -109,6 +109,14 @@ fn parse_net(text: &str) -> Result<IpNet, String> {
         if net.trunc() != net {
             return Err(format!("{text:?} has host bits set (did you mean {}?)", net.trunc()));
         }
+        // ::ffff:10.0.0.0/104 is 10.0.0.0/8: destinations are checked as IPv4.
+        if let IpNet::V6(v6) = net {
+            if let (Some(v4), true) = (v6.addr().to_ipv4_mapped(), v6.prefix_len() >= 96) {
+                return Ok(IpNet::V4(
+                    ipnet::Ipv4Net::new(v4, v6.prefix_len() - 96).expect("prefix at most 32"),
+                ));
+            }
+        }
         Ok(net)
     } else {
         let ip: IpAddr = text.parse().map_err(|_| format!("{text:?} is not an IP address"))?;
@@ -209,6 +217,10 @@ mod tests {
     fn mapped_ipv4_is_checked_as_ipv4() {
         let list = AllowList::parse_all(&["127.0.0.0/8"]).unwrap();
         assert!(list.permits(sa("[::ffff:127.0.0.1]:80")));
+        let mapped_rule = AllowList::parse_all(&["::ffff:10.0.0.0/104"]).unwrap();
+        assert!(mapped_rule.permits(sa("10.1.2.3:80")));
+        assert!(mapped_rule.permits(sa("[::ffff:10.1.2.3]:80")));
+        assert!(!mapped_rule.permits(sa("11.1.2.3:80")));
     }
 
     #[test]

@@ -304,8 +304,11 @@ impl Config {
             .as_deref()
             .map(|v| socket_addr("--via-socks5", v))
             .transpose()?;
-        if via_socks5 == Some(listen) {
-            return Err("--via-socks5 is this proxy's own --listen address (a loop)".into());
+        let fixed = if let Mode::Fixed(t) = mode { Some(t) } else { None };
+        for (option, hop) in [("--via-socks5", via_socks5), ("--to", fixed)] {
+            if let Some(h) = hop.filter(|h| loops_back(*h, listen)) {
+                return Err(format!("{option} {h} is this proxy's own --listen address (a loop)"));
+            }
         }
         if a.buffer > (1 << 30) {
             return Err(format!("--buffer {}: at most 1 GB per direction", a.buffer));
@@ -368,6 +371,13 @@ impl Config {
             mode,
         })
     }
+}
+
+/// Whether connecting to `hop` would reach this proxy's own listener.
+fn loops_back(hop: SocketAddr, listen: SocketAddr) -> bool {
+    hop.port() == listen.port()
+        && (crate::allow::canonical(hop.ip()) == crate::allow::canonical(listen.ip())
+            || (listen.ip().is_unspecified() && (hop.ip().is_loopback() || hop.ip().is_unspecified())))
 }
 
 fn allow_rule_for(to: SocketAddr) -> String {
@@ -451,6 +461,27 @@ mod tests {
         .err()
         .unwrap();
         assert!(err.contains("cannot be used with"), "{err}");
+    }
+
+    #[test]
+    fn an_upstream_that_is_the_listener_itself_is_refused() {
+        let err = config(&["--listen", "127.0.0.1:9000", "--to", "127.0.0.1:9000"])
+            .err()
+            .unwrap();
+        assert!(err.contains("a loop"), "{err}");
+        let args = [
+            "--listen",
+            "0.0.0.0:1080",
+            "--socks5",
+            "--allow-unauthenticated",
+            "--allow",
+            "10.0.0.0/8",
+        ];
+        let err = config(&[&args[..], &["--via-socks5", "127.0.0.1:1080"]].concat())
+            .err()
+            .unwrap();
+        assert!(err.contains("a loop"), "{err}");
+        assert!(config(&["--listen", "127.0.0.1:9000", "--to", "127.0.0.1:9001"]).is_ok());
     }
 
     #[test]

@@ -165,6 +165,8 @@ pub async fn serve_metrics(
 ) {
     loop {
         let Ok((mut s, _)) = listener.accept().await else {
+            // Out of descriptors for a moment: wait rather than spin.
+            tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
         };
         let counters = counters.clone();

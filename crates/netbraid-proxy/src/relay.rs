@@ -79,17 +79,19 @@ pub struct Direction<'a> {
 /// ends before a pipe would pay for its set-up (two descriptors, a resize).
 /// Once a read fills that buffer the data is bulk, and it moves by splice.
 pub async fn run(d: Direction<'_>) -> Result<(), Stop> {
-    if !copied(&d, SMALL, true).await? {
+    if !copied(&d, SMALL, true, false).await? {
         return Ok(());
     }
     match Pipe::new(d.buffer) {
         Ok(pipe) => match spliced(&d, &pipe).await {
-            Err(Spliced::Unsupported) => copied(&d, CHUNK, false).await.map(|_| ()),
+            Err(Spliced::Unsupported) => copied(&d, CHUNK, false, false).await.map(|_| ()),
+            // recv() steps over urgent data; splice stops at it for good.
+            Err(Spliced::AtUrgentMark) => copied(&d, CHUNK, false, true).await.map(|_| ()),
             Err(Spliced::Stop(s)) => Err(s),
             Ok(()) => Ok(()),
         },
         // Out of pipes (file descriptors): copying needs none.
-        Err(_) => copied(&d, CHUNK, false).await.map(|_| ()),
+        Err(_) => copied(&d, CHUNK, false, false).await.map(|_| ()),
     }
 }
 
@@ -99,6 +101,9 @@ const SMALL: usize = 16 * 1024;
 enum Spliced {
     /// The kernel cannot splice this socket (before any byte moved).
     Unsupported,
+    /// The source has TCP urgent data (MSG_OOB) next: splice returns
+    /// nothing there (or 0 once a FIN follows), while recv() steps over it.
+    AtUrgentMark,
     Stop(Stop),
 }
 
@@ -108,21 +113,20 @@ async fn spliced(d: &Direction<'_>, pipe: &Pipe) -> Result<(), Spliced> {
     loop {
         // Fill: the pipe is empty here.
         let want = pipe.cap.min(CHUNK);
-        let got = take(d, want, || {
+        let got = take(d, want, true, || {
             d.src
                 .try_io(Interest::READABLE, || splice(src, pipe.w.as_raw_fd(), want))
         })
         .await;
         let mut held = match got {
-            Ok(Some(h)) => h,
+            Ok(Some(h)) if h.bytes > 0 => h,
+            Ok(_) if at_urgent_mark(src) => return Err(Spliced::AtUrgentMark),
             Ok(None) => continue,
+            Ok(Some(_)) => return finish(d).map_err(Spliced::Stop),
             Err(e) if first && e.raw_os_error() == Some(libc::EINVAL) => return Err(Spliced::Unsupported),
             Err(e) => return Err(Spliced::Stop(stop(d.src_leg, e))),
         };
         first = false;
-        if held.bytes == 0 {
-            return finish(d).map_err(Spliced::Stop);
-        }
         // Drain: until the pipe is empty again.
         while held.bytes > 0 {
             d.dst.writable().await.map_err(|e| Spliced::Stop(stop(d.dst_leg, e)))?;
@@ -144,16 +148,27 @@ async fn spliced(d: &Direction<'_>, pipe: &Pipe) -> Result<(), Spliced> {
 
 /// Copies through a buffer of at most `size` bytes until end of stream
 /// (`Ok(false)`), or, with `until_bulk`, until a read fills the buffer and
-/// its bytes are delivered (`Ok(true)`).
-async fn copied(d: &Direction<'_>, size: usize, until_bulk: bool) -> Result<bool, Stop> {
+/// its bytes are delivered (`Ok(true)`). `read_now`: the splice path hands
+/// over with data waiting and the runtime's readiness already spent, so read
+/// the socket directly until it is empty before waiting for readiness.
+async fn copied(d: &Direction<'_>, size: usize, until_bulk: bool, read_now: bool) -> Result<bool, Stop> {
     let mut buf: Vec<u8> = Vec::with_capacity(d.buffer.clamp(1, size));
+    let mut wait = !read_now;
     loop {
         let want = buf.capacity();
         buf.clear();
         // Into the spare capacity: no zeroing of a buffer per connection.
-        let mut held = match take(d, want, || d.src.try_read_buf(&mut buf)).await {
+        let got = if wait {
+            take(d, want, true, || d.src.try_read_buf(&mut buf)).await
+        } else {
+            take(d, want, false, || recv_now(d.src.as_raw_fd(), &mut buf)).await
+        };
+        let mut held = match got {
             Ok(Some(h)) => h,
-            Ok(None) => continue,
+            Ok(None) => {
+                wait = true;
+                continue;
+            }
             Err(e) => return Err(stop(d.src_leg, e)),
         };
         let got = held.bytes;
@@ -199,9 +214,12 @@ impl Drop for Held<'_> {
 async fn take<'a>(
     d: &Direction<'a>,
     want: usize,
+    wait: bool,
     read: impl FnOnce() -> io::Result<usize>,
 ) -> io::Result<Option<Held<'a>>> {
-    d.src.readable().await?;
+    if wait {
+        d.src.readable().await?;
+    }
     d.budget
         .acquire_many(want as u32)
         .await
@@ -253,6 +271,28 @@ fn stop(leg: Leg, e: io::Error) -> Stop {
         Some(libc::ECONNRESET) | Some(libc::EPIPE) | Some(libc::ECONNABORTED) => Stop::Reset(leg),
         _ => Stop::Error(leg, e),
     }
+}
+
+/// One non-blocking recv(2) into `buf`'s spare capacity, bypassing the
+/// runtime's readiness (which a read of the splice path may have spent).
+fn recv_now(fd: RawFd, buf: &mut Vec<u8>) -> io::Result<usize> {
+    let room = buf.spare_capacity_mut();
+    // SAFETY: recv writes at most `room.len()` bytes into the spare capacity,
+    // and the length is extended by exactly what it wrote.
+    let n = unsafe { libc::recv(fd, room.as_mut_ptr().cast(), room.len(), libc::MSG_DONTWAIT) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    unsafe { buf.set_len(buf.len() + n as usize) };
+    Ok(n as usize)
+}
+
+/// Whether the socket's next byte is TCP urgent data (SIOCATMARK).
+fn at_urgent_mark(fd: RawFd) -> bool {
+    const SIOCATMARK: libc::c_ulong = 0x8905; // linux/sockios.h
+    let mut mark: libc::c_int = 0;
+    // SAFETY: an ioctl on an open socket writing one int.
+    unsafe { libc::ioctl(fd, SIOCATMARK as _, &mut mark) == 0 && mark != 0 }
 }
 
 fn splice(from: RawFd, to: RawFd, len: usize) -> io::Result<usize> {

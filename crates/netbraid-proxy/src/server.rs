@@ -87,6 +87,23 @@ pub fn run(mut cfg: Config) -> i32 {
     let threads = cfg
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    // Signals are ours before anything listens: a SIGTERM that comes as the
+    // first connection does is a drain, not the default death.
+    let control = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("netbraid proxy: error: cannot start the runtime: {e}");
+            return 1;
+        }
+    };
+    let signals = {
+        let _in_runtime = control.enter();
+        (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+    };
+    let (Ok(mut term), Ok(mut int)) = signals else {
+        eprintln!("netbraid proxy: error: cannot handle SIGTERM/SIGINT");
+        return 1;
+    };
     let listeners = match listen(&cfg, threads) {
         Ok(l) => l,
         Err(e) => {
@@ -109,13 +126,6 @@ pub fn run(mut cfg: Config) -> i32 {
                 cfg.log_json.as_ref().unwrap().display()
             );
             return 2;
-        }
-    };
-    let control = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("netbraid proxy: error: cannot start the runtime: {e}");
-            return 1;
         }
     };
     let (close_tx, closing) = watch::channel(false);
@@ -153,10 +163,6 @@ pub fn run(mut cfg: Config) -> i32 {
                 Err(e) => eprintln!("netbraid proxy: --metrics: {e}"),
             }
         }
-        let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
-            eprintln!("netbraid proxy: error: cannot handle SIGTERM/SIGINT");
-            return 1;
-        };
         banner(&shared);
         tokio::select! {
             _ = term.recv() => {}
@@ -179,8 +185,10 @@ pub fn run(mut cfg: Config) -> i32 {
         let left = counters.active.load(Ordering::Relaxed);
         if left > 0 {
             shared.say(format!("closing {left} connection(s) still open"));
-            let _ = close_tx.send(true);
         }
+        // Always: a connection a worker accepted as the signal came may not
+        // be counted yet, and the sweep closes whatever is left.
+        let _ = close_tx.send(true);
         0
     });
     for w in workers {
@@ -224,17 +232,25 @@ fn worker(shared: Arc<Shared>, listener: Socket, slots: Arc<Semaphore>, mut stop
         let mut tasks = tokio::task::JoinSet::new();
         loop {
             while tasks.try_join_next().is_some() {}
+            // The stop comes first: once told, accept nothing more.
             let permit = tokio::select! {
-                p = slots.clone().acquire_owned() => p.expect("never closed"),
+                biased;
                 _ = stop.wait_for(|&s| s) => break,
+                p = slots.clone().acquire_owned() => p.expect("never closed"),
             };
             let accepted = tokio::select! {
-                r = listener.accept() => r,
+                biased;
                 _ = stop.wait_for(|&s| s) => break,
+                r = listener.accept() => r,
             };
             match accepted {
                 Ok((stream, peer)) => {
-                    tasks.spawn(handle(shared.clone(), watchlist.clone(), stream, peer, permit));
+                    // Counted before its task runs, so the drain sees it.
+                    let c = &shared.counters;
+                    c.accepted.fetch_add(1, Ordering::Relaxed);
+                    c.active.fetch_add(1, Ordering::Relaxed);
+                    let open = Active(c.clone());
+                    tasks.spawn(handle(shared.clone(), watchlist.clone(), stream, peer, permit, open));
                 }
                 Err(e) => {
                     // Out of descriptors or memory for a moment: wait rather than spin.
@@ -377,13 +393,11 @@ async fn handle(
     client: TcpStream,
     peer: SocketAddr,
     _slot: OwnedSemaphorePermit,
+    _active: Active,
 ) {
     let c = &shared.counters;
-    c.accepted.fetch_add(1, Ordering::Relaxed);
-    c.active.fetch_add(1, Ordering::Relaxed);
-    let _active = Active(c.clone());
-    // Dropped before `_active` (locals go in reverse order, parameters
-    // last): a connection counts as open until its socket is closed.
+    // A local, so dropped before the parameters (`_active`): a connection
+    // counts as open until its socket is closed.
     let client = client;
     let mut rec = Record {
         id: shared.next_id.fetch_add(1, Ordering::Relaxed),
@@ -427,7 +441,7 @@ async fn handle(
             ("failed", r)
         }
     };
-    if reason.contains("reset") {
+    if outcome == "relayed" && reason.contains("reset") {
         c.resets.fetch_add(1, Ordering::Relaxed);
     }
     if reason.contains("timeout") {
@@ -437,6 +451,29 @@ async fn handle(
         rec.outcome = outcome;
         rec.reason = reason;
         shared.records.write(&rec);
+    }
+}
+
+/// The upstream socket, closed with RST if the connection was stopped by
+/// its sweep (idle timeout, end of the drain) — its end of stream was not
+/// relayed, so a FIN would lie.
+struct ResetIfStopped<'a> {
+    stream: TcpStream,
+    deadlines: &'a Deadlines,
+}
+
+impl Drop for ResetIfStopped<'_> {
+    fn drop(&mut self) {
+        if self.deadlines.fired_as().is_some() {
+            leg::reset_on_close(&self.stream);
+        }
+    }
+}
+
+impl std::ops::Deref for ResetIfStopped<'_> {
+    type Target = TcpStream;
+    fn deref(&self) -> &TcpStream {
+        &self.stream
     }
 }
 
@@ -457,6 +494,9 @@ async fn stopped(shared: &Shared, client: &TcpStream, deadlines: &Deadlines) -> 
             Ending::Failed(format!("connect timeout ({:?}): no answer", cfg.connect_timeout))
         }
         Some(Fired::Timeout(Phase::Relay)) => {
+            // Both legs reset (the upstream by its guard): bytes may still
+            // sit in the proxy, and a FIN would tell a peer it had them all.
+            leg::reset_on_close(client);
             Ending::Relayed(format!("idle timeout ({:?})", cfg.idle_timeout.unwrap_or_default()))
         }
         Some(Fired::Shutdown) | None => {
@@ -533,7 +573,7 @@ async fn connection(
     rec.via = cfg.via_socks5;
     // Reach it.
     let upstream = match connect_upstream(cfg, dest).await {
-        Ok(s) => s,
+        Ok(s) => ResetIfStopped { stream: s, deadlines },
         Err((code, why)) => {
             if socks {
                 let _ = client_reply(client, code, None).await;
@@ -732,7 +772,7 @@ async fn socks5_handshake(client: &TcpStream, auth: Option<&(Vec<u8>, Vec<u8>)>)
         .map_err(|e| format!("handshake: {e}"))?;
     if let Some((user, pass)) = auth {
         let (u, p) = read_message(client, &mut buf, socks5::user_pass).await?;
-        let ok = &u == user && &p == pass;
+        let ok = same_secret(&u, user) & same_secret(&p, pass);
         let _ = write_all(c, &[1, if ok { 0 } else { 1 }]).await;
         if !ok {
             return Err(format!(
@@ -743,6 +783,13 @@ async fn socks5_handshake(client: &TcpStream, auth: Option<&(Vec<u8>, Vec<u8>)>)
     }
     let target = read_message(client, &mut buf, socks5::request).await?;
     Ok((target, buf))
+}
+
+/// Compares without stopping at the first difference (no timing hint of
+/// how much of a password was right).
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    diff == 0 && a.len() == b.len()
 }
 
 /// Reads until `parse` has a whole message; the bytes after it stay in `buf`.
