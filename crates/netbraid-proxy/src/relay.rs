@@ -14,6 +14,7 @@
 //! byte is read only once the budget has room for it, so a peer that stops
 //! reading stops its sender, never the proxy's memory.
 
+use std::future::Future;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
@@ -152,16 +153,17 @@ async fn spliced(d: &Direction<'_>, pipe: &Pipe) -> Result<(), Spliced> {
 /// over with data waiting and the runtime's readiness already spent, so read
 /// the socket directly until it is empty before waiting for readiness.
 async fn copied(d: &Direction<'_>, size: usize, until_bulk: bool, read_now: bool) -> Result<bool, Stop> {
-    let mut buf: Vec<u8> = Vec::with_capacity(d.buffer.clamp(1, size));
+    let mut buf = PooledBuf::take(d.buffer.clamp(1, size));
+    let buf = &mut buf.0;
     let mut wait = !read_now;
     loop {
         let want = buf.capacity();
         buf.clear();
         // Into the spare capacity: no zeroing of a buffer per connection.
         let got = if wait {
-            take(d, want, true, || d.src.try_read_buf(&mut buf)).await
+            take(d, want, true, || d.src.try_read_buf(buf)).await
         } else {
-            take(d, want, false, || recv_now(d.src.as_raw_fd(), &mut buf)).await
+            take(d, want, false, || recv_now(d.src.as_raw_fd(), buf)).await
         };
         let mut held = match got {
             Ok(Some(h)) => h,
@@ -175,10 +177,20 @@ async fn copied(d: &Direction<'_>, size: usize, until_bulk: bool, read_now: bool
         if got == 0 {
             return finish(d).map(|_| false);
         }
+        // The source's end of stream already in sight (a short read, and the
+        // runtime has seen its FIN): hold the last bytes back (MSG_MORE) so
+        // that the FIN passed on next leaves in the same segment.
+        let last = got < want && read_closed(d.src);
         let mut from = 0;
         while from < got {
             d.dst.writable().await.map_err(|e| stop(d.dst_leg, e))?;
-            match d.dst.try_write(&buf[from..got]) {
+            let fd = d.dst.as_raw_fd();
+            let wrote = if last {
+                d.dst.try_io(Interest::WRITABLE, || send_more(fd, &buf[from..got]))
+            } else {
+                d.dst.try_write(&buf[from..got])
+            };
+            match wrote {
                 Ok(n) => {
                     from += n;
                     delivered(d, &mut held, n);
@@ -270,6 +282,67 @@ fn stop(leg: Leg, e: io::Error) -> Stop {
     match e.raw_os_error() {
         Some(libc::ECONNRESET) | Some(libc::EPIPE) | Some(libc::ECONNABORTED) => Stop::Reset(leg),
         _ => Stop::Error(leg, e),
+    }
+}
+
+/// Whether the runtime has seen the source's FIN (no system call).
+fn read_closed(src: &TcpStream) -> bool {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let ready = std::pin::pin!(src.ready(Interest::READABLE));
+    matches!(ready.poll(&mut cx), std::task::Poll::Ready(Ok(r)) if r.is_read_closed())
+}
+
+/// send(2) with MSG_MORE: the kernel holds the bytes for what follows (the
+/// FIN of the shutdown or close that comes next).
+fn send_more(fd: RawFd, data: &[u8]) -> io::Result<usize> {
+    // SAFETY: send reads `data.len()` bytes from a live slice.
+    let n = unsafe {
+        libc::send(
+            fd,
+            data.as_ptr().cast(),
+            data.len(),
+            libc::MSG_MORE | libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// Copy buffers kept per thread (each worker runs its connections on its own
+/// thread): no allocation and free of 16–64 KiB per connection.
+struct PooledBuf(Vec<u8>);
+
+thread_local! {
+    static POOL: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Buffers a thread keeps at most (what 256 idle short connections use).
+const POOL_MAX: usize = 256;
+
+impl PooledBuf {
+    fn take(capacity: usize) -> PooledBuf {
+        let reused = POOL.with(|p| {
+            let mut p = p.borrow_mut();
+            let at = p.iter().rposition(|b| b.capacity() == capacity)?;
+            Some(p.swap_remove(at))
+        });
+        PooledBuf(reused.unwrap_or_else(|| Vec::with_capacity(capacity)))
+    }
+}
+
+impl Drop for PooledBuf {
+    fn drop(&mut self) {
+        let mut b = std::mem::take(&mut self.0);
+        b.clear();
+        POOL.with(|p| {
+            let mut p = p.borrow_mut();
+            if p.len() < POOL_MAX {
+                p.push(b);
+            }
+        });
     }
 }
 
