@@ -593,3 +593,32 @@ def test_sigterm_while_connections_arrive_still_exits():
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_the_connection_limit_holds_the_rest_in_the_listen_queue(proxies):
+    """--max-connections 2: a third client waits (in the listen queue) until
+    one of the first two ends; then it is relayed."""
+    srv, port = _listener()
+    p = proxies(["--to", f"127.0.0.1:{port}", "--max-connections", "2"])
+    clients = [socket.create_connection(("127.0.0.1", p.port), timeout=10) for _ in range(3)]
+    for i, c in enumerate(clients):
+        c.sendall(bytes([i]))
+    srv.settimeout(1.0)
+    upstream = {}
+    for _ in range(2):
+        u = srv.accept()[0]
+        u.settimeout(10)
+        upstream[u.recv(1)[0]] = u
+    with pytest.raises(socket.timeout):
+        srv.accept()  # the third is held back
+    assert p.metrics()["netbraid_proxy_connections_active"] == 2
+    first = min(upstream)  # end one relayed connection, both sides
+    clients[first].close()
+    upstream.pop(first).close()
+    srv.settimeout(10)
+    (waiting,) = {0, 1, 2} - {first, *upstream}
+    third, _ = srv.accept()
+    third.settimeout(10)
+    assert third.recv(1) == bytes([waiting])  # the client that waited, relayed now
+    for s in [*clients, *upstream.values(), third]:
+        s.close()
