@@ -110,7 +110,7 @@ pub struct Args {
     /// Bytes held by all connections together; reading stops while it is full.
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "256MB")]
     pub max_memory: usize,
-    /// Connections relayed at once; more wait in the listen queue.
+    /// Connections relayed at once; more wait (in the listen queue, one per thread accepted).
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub max_connections: usize,
 

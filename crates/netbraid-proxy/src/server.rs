@@ -233,11 +233,6 @@ fn worker(shared: Arc<Shared>, listener: Socket, slots: Arc<Semaphore>, mut stop
         loop {
             while tasks.try_join_next().is_some() {}
             // The stop comes first: once told, accept nothing more.
-            let permit = tokio::select! {
-                biased;
-                _ = stop.wait_for(|&s| s) => break,
-                p = slots.clone().acquire_owned() => p.expect("never closed"),
-            };
             let accepted = tokio::select! {
                 biased;
                 _ = stop.wait_for(|&s| s) => break,
@@ -245,6 +240,15 @@ fn worker(shared: Arc<Shared>, listener: Socket, slots: Arc<Semaphore>, mut stop
             };
             match accepted {
                 Ok((stream, peer)) => {
+                    // A slot after the accept, not before: every thread has
+                    // its own listen queue, and a thread waiting in accept with
+                    // a slot would starve another's queue. Over the limit, each
+                    // thread holds at most this one connection, unserved.
+                    let permit = tokio::select! {
+                        biased;
+                        _ = stop.wait_for(|&s| s) => break,
+                        p = slots.clone().acquire_owned() => p.expect("never closed"),
+                    };
                     // Counted before its task runs, so the drain sees it.
                     let c = &shared.counters;
                     c.accepted.fetch_add(1, Ordering::Relaxed);
