@@ -306,7 +306,7 @@ impl Config {
             .transpose()?;
         let fixed = if let Mode::Fixed(t) = mode { Some(t) } else { None };
         for (option, hop) in [("--via-socks5", via_socks5), ("--to", fixed)] {
-            if let Some(h) = hop.filter(|h| loops_back(*h, listen)) {
+            if let Some(h) = hop.filter(|h| reaches_listener(*h, listen)) {
                 return Err(format!("{option} {h} is this proxy's own --listen address (a loop)"));
             }
         }
@@ -373,11 +373,18 @@ impl Config {
     }
 }
 
-/// Whether connecting to `hop` would reach this proxy's own listener.
-fn loops_back(hop: SocketAddr, listen: SocketAddr) -> bool {
-    hop.port() == listen.port()
-        && (crate::allow::canonical(hop.ip()) == crate::allow::canonical(listen.ip())
-            || (listen.ip().is_unspecified() && (hop.ip().is_loopback() || hop.ip().is_unspecified())))
+/// Whether a connection to `addr` would reach this proxy's own listener
+/// (a loop): the listening address itself, or, when listening on every
+/// address, any address of this host on that port.
+pub fn reaches_listener(addr: SocketAddr, listen: SocketAddr) -> bool {
+    let ip = crate::allow::canonical(addr.ip());
+    addr.port() == listen.port()
+        && (ip == crate::allow::canonical(listen.ip()) || (listen.ip().is_unspecified() && is_local(ip)))
+}
+
+/// Whether this host has the address (binding succeeds only for local ones).
+fn is_local(ip: std::net::IpAddr) -> bool {
+    std::net::UdpSocket::bind(SocketAddr::new(ip, 0)).is_ok()
 }
 
 fn allow_rule_for(to: SocketAddr) -> String {

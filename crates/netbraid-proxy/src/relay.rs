@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use socket2::SockRef;
 use tokio::io::Interest;
 use tokio::net::TcpStream;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 /// Largest single read: the budget is taken in pieces this size so that one
 /// large buffer cannot hold it all while idle.
@@ -120,7 +120,7 @@ async fn spliced(d: &Direction<'_>, pipe: &Pipe) -> Result<(), Spliced> {
         })
         .await;
         let mut held = match got {
-            Ok(Some(h)) if h.bytes > 0 => h,
+            Ok(Some(h)) if h.num_permits() > 0 => h,
             Ok(_) if at_urgent_mark(src) => return Err(Spliced::AtUrgentMark),
             Ok(None) => continue,
             Ok(Some(_)) => return finish(d).map_err(Spliced::Stop),
@@ -129,12 +129,11 @@ async fn spliced(d: &Direction<'_>, pipe: &Pipe) -> Result<(), Spliced> {
         };
         first = false;
         // Drain: until the pipe is empty again.
-        while held.bytes > 0 {
+        while held.num_permits() > 0 {
             d.dst.writable().await.map_err(|e| Spliced::Stop(stop(d.dst_leg, e)))?;
-            match d
-                .dst
-                .try_io(Interest::WRITABLE, || splice(pipe.r.as_raw_fd(), dst, held.bytes))
-            {
+            match d.dst.try_io(Interest::WRITABLE, || {
+                splice(pipe.r.as_raw_fd(), dst, held.num_permits())
+            }) {
                 Ok(0) => {
                     let e = io::Error::new(io::ErrorKind::WriteZero, "splice wrote nothing from a full pipe");
                     return Err(Spliced::Stop(Stop::Error(d.dst_leg, e)));
@@ -173,7 +172,7 @@ async fn copied(d: &Direction<'_>, size: usize, until_bulk: bool, read_now: bool
             }
             Err(e) => return Err(stop(d.src_leg, e)),
         };
-        let got = held.bytes;
+        let got = held.num_permits();
         if got == 0 {
             return finish(d).map(|_| false);
         }
@@ -205,60 +204,38 @@ async fn copied(d: &Direction<'_>, size: usize, until_bulk: bool, read_now: bool
     }
 }
 
-/// Bytes read and not yet delivered, with their share of the budget: given
-/// back as they are delivered, and whatever is left when the direction is
-/// dropped (a timeout, a reset on the other direction, the end of a drain)
-/// — so no budget is ever lost with a connection.
-struct Held<'a> {
-    budget: &'a Semaphore,
-    bytes: usize,
-}
-
-impl Drop for Held<'_> {
-    fn drop(&mut self) {
-        self.budget.add_permits(self.bytes);
-    }
-}
-
 /// One read of at most `want` bytes from the source, once it is readable
-/// and the budget has room for them (what was not read is given back).
-/// `None`: nothing to read after all (readiness cleared; wait again).
+/// and the budget has room for them. The permit returned holds the bytes
+/// read and not yet delivered: given back as they are delivered, and all
+/// that is left when the direction is dropped (a timeout, a reset on the
+/// other direction, the end of a drain), so no budget is lost with a
+/// connection. `None`: nothing to read after all (readiness cleared).
 async fn take<'a>(
     d: &Direction<'a>,
     want: usize,
     wait: bool,
     read: impl FnOnce() -> io::Result<usize>,
-) -> io::Result<Option<Held<'a>>> {
+) -> io::Result<Option<SemaphorePermit<'a>>> {
     if wait {
         d.src.readable().await?;
     }
-    d.budget
+    let mut permit = d
+        .budget
         .acquire_many(want as u32)
         .await
-        .expect("the budget is never closed")
-        .forget();
+        .expect("the budget is never closed");
     match read() {
         Ok(n) => {
-            d.budget.add_permits(want - n);
-            Ok(Some(Held {
-                budget: d.budget,
-                bytes: n,
-            }))
+            drop(permit.split(want - n)); // what was not read goes back
+            Ok(Some(permit))
         }
-        Err(e) => {
-            d.budget.add_permits(want);
-            if e.kind() == io::ErrorKind::WouldBlock {
-                Ok(None)
-            } else {
-                Err(e)
-            }
-        }
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
-fn delivered(d: &Direction<'_>, held: &mut Held<'_>, n: usize) {
-    held.bytes -= n;
-    d.budget.add_permits(n);
+fn delivered(d: &Direction<'_>, held: &mut SemaphorePermit<'_>, n: usize) {
+    drop(held.split(n));
     d.moved.fetch_add(n as u64, Ordering::Relaxed);
     d.total.fetch_add(n as u64, Ordering::Relaxed);
     d.last_activity.store((d.now_ms)(), Ordering::Relaxed);
@@ -304,11 +281,7 @@ fn send_more(fd: RawFd, data: &[u8]) -> io::Result<usize> {
             libc::MSG_MORE | libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
         )
     };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
+    syscall_len(n)
 }
 
 /// Copy buffers kept per thread (each worker runs its connections on its own
@@ -352,12 +325,18 @@ fn recv_now(fd: RawFd, buf: &mut Vec<u8>) -> io::Result<usize> {
     let room = buf.spare_capacity_mut();
     // SAFETY: recv writes at most `room.len()` bytes into the spare capacity,
     // and the length is extended by exactly what it wrote.
-    let n = unsafe { libc::recv(fd, room.as_mut_ptr().cast(), room.len(), libc::MSG_DONTWAIT) };
+    let n = syscall_len(unsafe { libc::recv(fd, room.as_mut_ptr().cast(), room.len(), libc::MSG_DONTWAIT) })?;
+    unsafe { buf.set_len(buf.len() + n) };
+    Ok(n)
+}
+
+/// A byte count from a system call, or its errno.
+fn syscall_len(n: isize) -> io::Result<usize> {
     if n < 0 {
-        return Err(io::Error::last_os_error());
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
     }
-    unsafe { buf.set_len(buf.len() + n as usize) };
-    Ok(n as usize)
 }
 
 /// Whether the socket's next byte is TCP urgent data (SIOCATMARK).
@@ -381,11 +360,7 @@ fn splice(from: RawFd, to: RawFd, len: usize) -> io::Result<usize> {
             libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK,
         )
     };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
+    syscall_len(n)
 }
 
 /// A non-blocking pipe sized to the direction's buffer (as far as the

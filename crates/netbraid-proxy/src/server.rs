@@ -2,7 +2,7 @@
 //! relaying both directions until both have ended; then one record.
 
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -545,7 +545,7 @@ async fn connection(
                 Err(e) => return Ending::Failed(format!("original destination: {e}")),
             };
             rec.destination = Some(Target::Addr(d));
-            if is_self(d, cfg.listen) {
+            if crate::config::reaches_listener(d, cfg.listen) {
                 return Ending::Refused("addressed to the proxy itself, not redirected (a loop)".into());
             }
             d
@@ -829,20 +829,6 @@ async fn read_message<T>(client: &TcpStream, buf: &mut Vec<u8>, parse: fn(&[u8])
             }
         }
     }
-}
-
-/// The proxy's own address: a connection that arrives there without
-/// redirection would loop.
-fn is_self(dest: SocketAddr, listen: SocketAddr) -> bool {
-    if dest == listen {
-        return true;
-    }
-    dest.port() == listen.port() && listen.ip().is_unspecified() && is_local(dest.ip())
-}
-
-/// Whether this host has the address (binding succeeds only for local ones).
-fn is_local(ip: IpAddr) -> bool {
-    std::net::UdpSocket::bind(SocketAddr::new(ip, 0)).is_ok()
 }
 
 // Reads and writes on a shared `&TcpStream` (both directions of a
