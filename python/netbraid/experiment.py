@@ -335,7 +335,13 @@ def _local_results(tasks: list[dict[str, Any]], workers: int) -> Iterable[dict[s
             # wait for them (the executor has no public way to stop them).
             for proc in list((getattr(pool, "_processes", None) or {}).values()):
                 proc.terminate()
+        manager = getattr(pool, "_executor_manager_thread", None)
         pool.shutdown(wait=False, cancel_futures=True)
+        if not finished and manager is not None:
+            # Let the executor's manager thread see its workers gone and close
+            # its wake-up pipe before the interpreter exits: Python 3.11's
+            # exit hook otherwise races it and prints "Bad file descriptor".
+            manager.join(timeout=10)
 
 
 def _dask_results(tasks: list[dict[str, Any]], address: Any) -> Iterable[dict[str, Any]]:
