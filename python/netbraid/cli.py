@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import warnings
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
@@ -898,8 +899,23 @@ def emu_cleanup() -> None:
     out_console.print(f"removed {len(removed)}: {', '.join(removed)}" if removed else "nothing to clean up")
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """netbraid's own warnings as one `warning:` line; others as Python prints them."""
+    from .emu.fidelity import EmuFidelityWarning
+
+    if issubclass(category, EmuFidelityWarning):
+        err_console.print(Text.assemble(("warning:", "bold yellow"), " ", str(message)), highlight=False,
+                          soft_wrap=True)
+    else:
+        _python_show_warning(message, category, filename, lineno, file, line)
+
+
+_python_show_warning = warnings.showwarning
+
+
 def main() -> None:
     install_stop_handlers()
+    warnings.showwarning = _show_warning
     try:
         app()
     except SystemExit as e:

@@ -17,7 +17,22 @@ pub struct Config {
     /// Try SCHED_FIFO at this priority for the forwarding threads (0 = off).
     #[serde(default = "default_priority")]
     pub realtime_priority: i32,
+    /// Forward every packet at once, unchanged (no queue, rate, loss or
+    /// delay), through the same devices and I/O: the ceiling of the I/O
+    /// method, measured beside the emulator by bench/linkemu.py.
+    #[serde(default)]
+    pub forward_only: bool,
+    /// Deliveries due within this many ns of the previous wake-up of a
+    /// direction's writer wait for the next one, so a burst of back-to-back
+    /// packets costs one wake-up instead of one each; every packet is late
+    /// by less than this, never early.
+    #[serde(default = "default_coalesce_ns")]
+    pub coalesce_ns: u64,
     pub links: Vec<LinkConfig>,
+}
+
+fn default_coalesce_ns() -> u64 {
+    50_000
 }
 
 fn default_priority() -> i32 {

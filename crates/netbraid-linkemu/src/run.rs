@@ -2,6 +2,7 @@
 //! from the ingress TUN and asks the shaper for a verdict; a writer thread
 //! holds each admitted packet until its delivery time and writes it to the
 //! egress TUN. Deliveries are in FIFO order, so one sleeping writer suffices.
+//! The writer counts the packets it could not write on time.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -16,11 +17,20 @@ use crate::config::{Config, DirectionConfig};
 use crate::rt;
 use crate::shaper::{DirectionCounters, Shaper, Verdict};
 
+/// A delivery this much after its due time counts as late: the accuracy
+/// target for the one-way delay's 99th percentile is within 1 ms.
+pub const LATE_NS: u64 = 1_000_000;
+
 /// Shared state of one direction, read by the stats writer.
 pub struct Direction {
     pub shaper: Mutex<Shaper>,
     /// Writes the egress device refused (for example while it was down).
     pub write_errors: AtomicU64,
+    /// Packets written more than `LATE_NS` after their delivery time: the
+    /// machine did not keep up (CPU, scheduling), so the link was not
+    /// emulated faithfully.
+    pub late_packets: AtomicU64,
+    pub max_late_ns: AtomicU64,
 }
 
 #[derive(Serialize)]
@@ -28,6 +38,8 @@ struct DirectionStats {
     #[serde(flatten)]
     counters: DirectionCounters,
     write_errors: u64,
+    late_packets: u64,
+    max_late_ns: u64,
 }
 
 #[derive(Serialize)]
@@ -50,10 +62,34 @@ pub struct Emulator {
     pub timer_slack: bool,
 }
 
+/// How every direction's threads run (from the configuration).
+#[derive(Clone, Copy)]
+struct Threads {
+    priority: i32,
+    forward_only: bool,
+    coalesce_ns: u64,
+}
+
 fn thread_setup(priority: i32) -> (bool, bool) {
     let slack = rt::tight_timer_slack().is_ok();
     let fifo = priority > 0 && rt::realtime(priority).is_ok();
     (fifo, slack)
+}
+
+/// Largest packet a TUN device hands over (its MTU is at most 65535).
+const MAX_PACKET: usize = 65_536;
+
+/// Read one packet into `buf` (at least `MAX_PACKET` long); its length, or
+/// None when the device is gone.
+fn read_packet(dev: &mut File, buf: &mut [u8]) -> Option<usize> {
+    loop {
+        match dev.read(buf) {
+            Ok(0) => return None,
+            Ok(n) => return Some(n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return None,
+        }
+    }
 }
 
 fn spawn_direction(
@@ -62,7 +98,7 @@ fn spawn_direction(
     seed: u64,
     mut ingress: File,
     mut egress: File,
-    priority: i32,
+    threads: Threads,
 ) -> (Arc<Direction>, bool, bool) {
     let shaper = Shaper::new(
         cfg.rate_bps,
@@ -76,27 +112,49 @@ fn spawn_direction(
     let dir = Arc::new(Direction {
         shaper: Mutex::new(shaper),
         write_errors: AtomicU64::new(0),
+        late_packets: AtomicU64::new(0),
+        max_late_ns: AtomicU64::new(0),
     });
-    let (tx, rx) = mpsc::channel::<(u64, Vec<u8>)>();
+    let priority = threads.priority;
     let (granted_tx, granted_rx) = mpsc::channel();
+    if threads.forward_only {
+        let fwd_dir = Arc::clone(&dir);
+        thread::Builder::new()
+            .name(format!("fw {name}"))
+            .spawn(move || {
+                let _ = granted_tx.send(thread_setup(priority));
+                let mut buf = vec![0u8; MAX_PACKET];
+                while let Some(n) = read_packet(&mut ingress, &mut buf) {
+                    if egress.write(&buf[..n]).is_err() {
+                        fwd_dir.write_errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+            .expect("spawn forwarder");
+        let (fifo, slack) = granted_rx.recv().unwrap_or((false, false));
+        return (dir, fifo, slack);
+    }
+    // Admitted packets are copied out of the read buffer and go to the
+    // writer; their buffers come back to the reader, so no packet costs an
+    // allocation (and the two threads never meet in the allocator) once the
+    // pool has grown to the backlog.
+    let (tx, rx) = mpsc::channel::<(u64, Vec<u8>)>();
+    let (spare_tx, spare_rx) = mpsc::channel::<Vec<u8>>();
 
     let reader_dir = Arc::clone(&dir);
     thread::Builder::new()
         .name(format!("rd {name}"))
         .spawn(move || {
             let _ = granted_tx.send(thread_setup(priority));
-            let mut buf = vec![0u8; 65_536];
-            loop {
-                let n = match ingress.read(&mut buf) {
-                    Ok(0) => return,
-                    Ok(n) => n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(_) => return,
-                };
+            let mut buf = vec![0u8; MAX_PACKET];
+            while let Some(n) = read_packet(&mut ingress, &mut buf) {
                 let now = rt::now_ns();
                 let verdict = reader_dir.shaper.lock().unwrap().offer(now, n as u32);
                 if let Verdict::Deliver { at } = verdict {
-                    if tx.send((at, buf[..n].to_vec())).is_err() {
+                    let mut packet = spare_rx.try_recv().unwrap_or_default();
+                    packet.clear();
+                    packet.extend_from_slice(&buf[..n]);
+                    if tx.send((at, packet)).is_err() {
                         return;
                     }
                 }
@@ -105,15 +163,32 @@ fn spawn_direction(
         .expect("spawn reader");
 
     let writer_dir = Arc::clone(&dir);
+    let coalesce_ns = threads.coalesce_ns;
     thread::Builder::new()
         .name(format!("wr {name}"))
         .spawn(move || {
             thread_setup(priority);
+            let mut last_wake = 0u64;
             for (at, packet) in rx {
-                rt::sleep_until(at);
+                // Packets due closer together than `coalesce_ns` share one
+                // wake-up: at high rates waking the thread per packet cost
+                // more than everything else together (bench/RESULTS.md). A
+                // packet is then late by less than `coalesce_ns`, never early.
+                let mut now = rt::now_ns();
+                if at > now {
+                    rt::sleep_until(at.max(last_wake + coalesce_ns));
+                    now = rt::now_ns();
+                    last_wake = now;
+                }
                 if egress.write(&packet).is_err() {
                     writer_dir.write_errors.fetch_add(1, Ordering::Relaxed);
                 }
+                let late = now.saturating_sub(at);
+                if late > LATE_NS {
+                    writer_dir.late_packets.fetch_add(1, Ordering::Relaxed);
+                    writer_dir.max_late_ns.fetch_max(late, Ordering::Relaxed);
+                }
+                let _ = spare_tx.send(packet);
             }
         })
         .expect("spawn writer");
@@ -140,11 +215,16 @@ impl Emulator {
         }
         let mut links = Vec::new();
         let (mut realtime, mut timer_slack) = (true, true);
+        let threads = Threads {
+            priority: cfg.realtime_priority,
+            forward_only: cfg.forward_only,
+            coalesce_ns: cfg.coalesce_ns,
+        };
         for (l, (a, b)) in cfg.links.iter().zip(devices) {
             let clone = |f: &File| f.try_clone().map_err(|e| format!("link {}: {e}", l.name));
             let (a2, b2) = (clone(&a)?, clone(&b)?);
-            let (ab, f1, s1) = spawn_direction(format!("{}/ab", l.name), &l.ab, cfg.seed, a, b2, cfg.realtime_priority);
-            let (ba, f2, s2) = spawn_direction(format!("{}/ba", l.name), &l.ba, cfg.seed, b, a2, cfg.realtime_priority);
+            let (ab, f1, s1) = spawn_direction(format!("{}/ab", l.name), &l.ab, cfg.seed, a, b2, threads);
+            let (ba, f2, s2) = spawn_direction(format!("{}/ba", l.name), &l.ba, cfg.seed, b, a2, threads);
             realtime &= f1 && f2;
             timer_slack &= s1 && s2;
             links.push((l.name.clone(), ab, ba));
@@ -160,6 +240,8 @@ impl Emulator {
         let read = |d: &Direction| DirectionStats {
             counters: d.shaper.lock().unwrap().counters,
             write_errors: d.write_errors.load(Ordering::Relaxed),
+            late_packets: d.late_packets.load(Ordering::Relaxed),
+            max_late_ns: d.max_late_ns.load(Ordering::Relaxed),
         };
         Stats {
             links: self

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import ScenarioError
 from ..lifetime import sigterm_as_interrupt
 from ..resolve import direction_names
-from . import platform
+from . import fidelity, platform
 from .netns import EmuError
 from .registry import RunRecord, cleanup_stale, delete_namespaces, new_run_id
 from .topology import Topology, forwarding_table, interfaces
@@ -151,6 +151,8 @@ def run(resolved: dict[str, Any], *, keep_dir: Path | None = None) -> dict[str, 
     except ValueError as e:
         raise ScenarioError(str(e)) from None
     specs, host_sysctls, route_attrs, mptcp, source_ifaces, pinned = _plan(resolved, forwarding)
+    too_fast = fidelity.rate_warnings(resolved)
+    fidelity.emit(too_fast)  # now, not after a long run
     cleanup_stale()
 
     run_id = new_run_id()
@@ -175,7 +177,11 @@ def run(resolved: dict[str, Any], *, keep_dir: Path | None = None) -> dict[str, 
             record.remove()
             if keep_dir is None:
                 shutil.rmtree(workdir, ignore_errors=True)
-    return _result(resolved, results, link_stats, times, time.monotonic() - wall0, topo)
+    result = _result(resolved, results, link_stats, times, time.monotonic() - wall0, topo)
+    late = fidelity.late_warnings(result["links"])
+    fidelity.emit(late)
+    result["warnings"] = too_fast + late
+    return result
 
 
 def _drive(resolved, specs, topo, workdir, flows):
@@ -251,7 +257,8 @@ def _result(resolved, flows, link_stats, times, wall, topo) -> dict[str, Any]:
                 "name": next(direction), "from": names[a], "to": names[b], "rate_bps": rate,
                 "delay_s": link[d]["delay_ns"] / 1e9, "tx_packets": c.get("forwarded_packets"),
                 "tx_bytes": c.get("forwarded_bytes"), "queue_drops": c.get("queue_drops"),
-                "loss_drops": c.get("loss_drops"),
+                "loss_drops": c.get("loss_drops"), "late_packets": c.get("late_packets"),
+                "max_late_s": c["max_late_ns"] / 1e9 if c.get("max_late_ns") is not None else None,
                 "utilisation": c.get("forwarded_bytes", 0) * 8 / (rate * active_s) if rate else None,
             })
     for f in flows:
