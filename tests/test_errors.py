@@ -1,10 +1,12 @@
 """Bad input gets a clear error naming the field, the bad value and what is
 allowed — through the real command, never a traceback or a panic."""
 
+import json
 import subprocess
 import textwrap
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 GOOD = """
@@ -119,6 +121,7 @@ def test_mistake_gets_a_clear_error(tmp_path, kind):
     (["--set", "links.0.rate"], ["expected PATH=VALUE"]),
     (["--set", "flows.nosuch.cc=cubic"], ["no element named 'nosuch'", "have: f"]),
     (["--set", "links.7.rate=1Mbps"], ["index 7 is out of range"]),
+    (["--set", "links.a-b.delay=1ms"], ["no element named 'a-b'", "have: a-r, r-b"]),
     (["--set", "links.0.speed=1Mbps"], ["links[0]", "unknown field 'speed'", "rate"]),
     (["--pcap", "r->x"], ["--pcap", "no link direction 'r->x'"]),
     (["--seed", "-1"], ["--seed", "out of range"]),
@@ -130,6 +133,31 @@ def test_command_line_mistakes(tmp_path, args, words):
     message = " ".join(r.stderr.split())
     for w in words:
         assert w in message, f"{w!r} not in: {message}"
+
+
+def test_links_are_named_by_their_ends_or_their_name_in_set_and_grid(tmp_path):
+    # a link without a name is "a-b" as written; the second between the same ends "a-b#2"
+    text = GOOD.replace('[[links]]\na = "r"', '[[links]]\nname = "wan"\na = "r"') + (
+        '\n[[links]]\na = "a"\nb = "r"\nrate = "10Mbps"\n')
+    r = run_toml(tmp_path, text, "--set", "links.wan.delay=40ms", "--set", "links.a-r#2.rate=3Mbps",
+                 "--set", "links.a-r.delay=20ms", "--json")
+    assert r.returncode == 0, r.stderr
+    links = {l["name"]: l for l in json.loads(r.stdout)["links"]}
+    assert links["r->b"]["delay_s"] == 0.040 and links["a->r"]["delay_s"] == 0.020
+    assert links["a->r#2"]["rate_bps"] == 3e6 and links["a->r"]["rate_bps"] == 10e6
+    r = run_toml(tmp_path, text, "--set", "links.wan.rate=1Mbps", "--set", "links.1.name=x", "--set",
+                 "links.2.name=a-r")
+    assert r.returncode == 2 and "links[2].name: 'a-r' names links[0] too" in r.stderr, r.stderr
+    path = tmp_path / "named.toml"
+    path.write_text(text)
+    out = tmp_path / "sweep"
+    r = netbraid("sweep", str(path), "--grid", "links.wan.delay=1ms,30ms", "--out", str(out), "-q",
+                 "--set", "duration=3s")
+    assert r.returncode == 0, r.stderr
+    runs = pd.read_csv(out / "runs.csv")
+    assert sorted(runs["links.wan.delay"].astype(str).unique()) == ["1ms", "30ms"]
+    r = netbraid("sweep", str(path), "--grid", "links.lan.delay=1ms,30ms", "--out", str(tmp_path / "s2"), "-q")
+    assert r.returncode == 2 and "no element named 'lan'" in r.stderr and "have: a-r, wan, a-r#2" in r.stderr
 
 
 def test_validate_runs_the_engine_checks(tmp_path):

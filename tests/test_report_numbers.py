@@ -37,3 +37,65 @@ def test_the_report_shows_udp_flows_with_their_runs(tmp_path):
     row = next(line for line in md.splitlines() if line.startswith("| video |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1] == "3" and cells[2] not in ("–", "")
+
+
+def test_replications_keep_links_and_load_as_one_results_model(tmp_path):
+    """`run --reps 3 --out DIR`, `report DIR` and `nb.load(DIR)` (the
+    commands issue 18 names): flows with UDP among them, a row per run and
+    link direction, and the queue series; conservation ties the two tables:
+    the bottleneck cannot carry more than the flows crossing it received."""
+    import netbraid as nb
+
+    out = tmp_path / "reps"
+    for cmd in (["run", str(EXAMPLES / "tcp_and_cbr.toml"), "--reps", "3", "--out", str(out), "-q",
+                 "--set", "duration=6s", "--set", "measure.interval=0.5s"],
+                ["report", str(out)]):
+        r = subprocess.run(["netbraid", *cmd], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+    res = nb.load(out)
+    flows = res.flows[res.flows["subflow"].isna()]
+    assert set(flows["kind"]) == {"tcp", "udp"} and flows["run_id"].nunique() == 3
+    assert (flows[flows["kind"] == "udp"]["goodput_bps"] > 0).all()
+    links = res.links
+    assert len(links) == 3 * 2 * 5  # 3 runs x 5 links (2 + 1 + 2 after the groups) x 2 directions
+    bottleneck = links[links["link"] == "r1->r2"]
+    assert len(bottleneck) == 3 and (bottleneck["utilisation"] > 0.5).all() and (bottleneck["utilisation"] <= 1).all()
+    assert set(res.link_series["link"]) >= {"r1->r2"} and res.link_series["run_id"].nunique() == 3
+    summary = res.summary()
+    video = summary[summary["flow"] == "video"].iloc[0]
+    assert video["goodput_bps_n"] == 3 and video["rtt_mean_s_n"] == 0
+    assert res.summary("links").set_index("link").loc["r1->r2", "utilisation_n"] == 3
+    html = (out / "report" / "report.html").read_text()
+    assert "Per link direction" in html and "r1-&gt;r2" in html
+    assert (out / "report" / "summary_links.csv").exists() and (out / "links.parquet").exists()
+    assert list((out / "report").glob("series_queue_*.png"))
+
+
+def test_a_single_run_directory_loads_and_reports_like_replications(tmp_path):
+    import netbraid as nb
+
+    out = tmp_path / "one"
+    for cmd in (["run", str(EXAMPLES / "tcp_and_cbr.toml"), "--out", str(out), "--set", "duration=6s", "-q"],
+                ["report", str(out)]):
+        r = subprocess.run(["netbraid", *cmd], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+    res = nb.load(out)
+    assert res.flows["run_id"].nunique() == 1 and set(res.flows["kind"]) == {"tcp", "udp"}
+    assert set(res.links["link"]) >= {"r1->r2", "r2->r1"}
+    assert "Per link direction" in (out / "report" / "report.html").read_text()
+
+
+def test_a_sweep_directory_holds_link_rows_and_link_series(tmp_path):
+    import netbraid as nb
+
+    out = tmp_path / "sweep"
+    r = subprocess.run(["netbraid", "sweep", str(EXAMPLES / "tcp_and_cbr.toml"), "--grid",
+                        "links.r1-r2.delay=5ms,20ms", "--out", str(out), "-q", "--set", "duration=7s",
+                        "--set", "measure.interval=1s"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    res = nb.load(out)
+    assert res.axes == ["links.r1-r2.delay"]
+    assert sorted(res.links["links.r1-r2.delay"].unique()) == ["20ms", "5ms"]
+    delays = res.links[res.links["link"] == "r1->r2"].set_index("links.r1-r2.delay")["delay_s"]
+    assert delays["5ms"] == 0.005 and delays["20ms"] == 0.020
+    assert not res.link_series.empty and (out / "link_series.parquet").exists()

@@ -32,6 +32,8 @@ _WHERE = {
     "Scenario": "schema",
     "Sweep": "schema",
     "TcpOptions": "schema",
+    "load": "results",
+    "Results": "results",
     "mean_ci": "stats",
     "summarize": "stats",
 }

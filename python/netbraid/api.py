@@ -68,16 +68,25 @@ def run(
     95 % interval of ``metric`` is within ±until × mean for every flow, or
     ``max_reps`` is reached (sequential mode). Replication r uses seed
     (seed or the scenario's) + r. Time series, if sampled, are in
-    ``df.attrs["series"]``."""
-    from .experiment import execute, make_plan, replicate_until
+    ``df.attrs["series"]``; per link direction, ``df.attrs["links"]`` and
+    ``df.attrs["link_series"]``."""
+    from .experiment import execute_tables, make_plan, replicate_until
 
     s = as_scenario(scenario, overrides)
     if until is None:
-        runs, series = execute(make_plan(s, reps=reps, seed=seed), workers=workers)
-    else:
-        runs, series = replicate_until(s, until, max_reps=max_reps, reps=reps, seed=seed, workers=workers, metric=metric)
+        return _with_tables(execute_tables(make_plan(s, reps=reps, seed=seed), workers=workers))
+    runs, series = replicate_until(s, until, max_reps=max_reps, reps=reps, seed=seed, workers=workers, metric=metric)
     runs.attrs["series"] = series
     return runs
+
+
+def _with_tables(t) -> "pd.DataFrame":
+    """The run × flow table, the other tables in its ``attrs`` ("series",
+    "links", "link_series"). pandas cannot write DataFrames in ``attrs`` to
+    Parquet: ``df.attrs.clear()`` first, or pass ``out=`` and read it back
+    with ``nb.load``."""
+    t.runs.attrs.update(series=t.series, links=t.links, link_series=t.link_series)
+    return t.runs
 
 
 def sweep(
@@ -100,17 +109,16 @@ def sweep(
     ``out``, results are written there as runs finish and ``resume=True``
     continues an interrupted sweep. ``dask`` is a scheduler address or a
     ``distributed.Client``. Returns one row per run × flow; time series in
-    ``df.attrs["series"]``."""
-    from .experiment import Axis, execute, make_plan
+    ``df.attrs["series"]``, link rows and queue series in ``df.attrs["links"]``
+    and ``df.attrs["link_series"]`` (or ``nb.load(out)``: all as one object)."""
+    from .experiment import execute_tables, make_plan
 
     s = as_scenario(scenario, overrides)
     grid_axes, zip_axes = sweep_axes(s, grid or {}, zip or {})
     n = reps if reps is not None else (s.sweep.reps if s.sweep and s.sweep.reps else 1)
     plan = make_plan(s, grid_axes, zip_axes, reps=n, seed=seed)
-    runs, series = execute(plan, Path(out) if out is not None else None, resume=resume, workers=workers,
-                           dask=dask, progress=progress)
-    runs.attrs["series"] = series
-    return runs
+    return _with_tables(execute_tables(plan, Path(out) if out is not None else None, resume=resume, workers=workers,
+                                       dask=dask, progress=progress))
 
 
 def sweep_axes(s: Scenario, grid: dict[str, list[Any]], zip: dict[str, list[Any]]):

@@ -28,7 +28,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NamedTuple
 
 import pandas as pd
 from pydantic import ValidationError
@@ -41,7 +41,7 @@ from .overrides import parse_value, set_path, split_assignment
 from .resolve import resolve
 from .results_dir import DirectoryLock, describe_kind, listed, made_by, remove_results
 from .schema import Scenario
-from .tidy import flow_rows, series_rows
+from .tidy import flow_rows, link_rows, link_series_rows, series_rows
 
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
@@ -293,22 +293,41 @@ def _context(task: dict[str, Any]) -> dict[str, Any]:
     return {"run_id": task["run_id"], "point": task["point"], "rep": task["rep"], "seed": task["seed"], **task["labels"]}
 
 
-def tables_from_records(records: Iterable[dict[str, Any]], series_dir: Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    rows, series = [], []
+class Tables(NamedTuple):
+    """Every table of a set of runs: run × flow (subflow rows with
+    `subflow` set), the flows' time series, run × link direction, and the
+    links' queue-length series."""
+
+    runs: pd.DataFrame
+    series: pd.DataFrame
+    links: pd.DataFrame
+    link_series: pd.DataFrame
+
+
+def tables_from_records(records: Iterable[dict[str, Any]], series_dir: Path | None = None) -> Tables:
+    rows, series, links, link_series = [], [], [], []
     for rec in sorted(records, key=lambda r: r["run_id"]):
         rows.extend(rec["rows"])
-        if series_dir is not None and rec.get("series"):
-            series.append(pd.read_parquet(series_dir / f"{rec['run_id']}.parquet"))
-        elif rec.get("series_rows"):
-            series.append(pd.DataFrame(rec["series_rows"]))
-    return pd.DataFrame(rows), (pd.concat(series, ignore_index=True) if series else pd.DataFrame())
+        links.extend(rec.get("link_rows") or [])
+        for key, part, into in (("series", "", series), ("link_series", ".links", link_series)):
+            if series_dir is not None and rec.get(key):
+                into.append(pd.read_parquet(series_dir / f"{rec['run_id']}{part}.parquet"))
+            elif rec.get(f"{key}_rows"):
+                into.append(pd.DataFrame(rec[f"{key}_rows"]))
+    concat = lambda parts: pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()  # noqa: E731
+    return Tables(pd.DataFrame(rows), concat(series), pd.DataFrame(links), concat(link_series))
 
 
-def _write_tables(out: Path, runs: pd.DataFrame, series: pd.DataFrame) -> None:
-    runs.to_parquet(out / "runs.parquet", index=False)
-    runs.to_csv(out / "runs.csv", index=False)
-    if not series.empty:
-        series.to_parquet(out / "series.parquet", index=False)
+def _write_tables(out: Path, t: Tables) -> None:
+    t.runs.to_parquet(out / "runs.parquet", index=False)
+    t.runs.to_csv(out / "runs.csv", index=False)
+    if not t.series.empty:
+        t.series.to_parquet(out / "series.parquet", index=False)
+    if not t.links.empty:
+        t.links.to_parquet(out / "links.parquet", index=False)
+        t.links.to_csv(out / "links.csv", index=False)
+    if not t.link_series.empty:
+        t.link_series.to_parquet(out / "link_series.parquet", index=False)
 
 
 # ---- execution -----------------------------------------------------------------
@@ -366,13 +385,20 @@ def _dask_results(tasks: list[dict[str, Any]], address: Any) -> Iterable[dict[st
             client.close()
 
 
-def execute(plan: Plan, out: Path | None = None, *, resume: bool = False, workers: int | None = None,
-            dask: Any = None, progress: bool = False, command: list[str] | None = None,
-            on_run: Callable[[dict[str, Any]], None] | None = None, kind: str = "sweep",
-            overwrite: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run every task of `plan` not already in `out`'s journal; return the
-    tidy run table and the time-series table (all runs, old and new). `out`
-    is locked for the whole run: a second writer is refused."""
+def execute(plan: Plan, out: Path | None = None, **options: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """`execute_tables`, for callers that want the run × flow table and
+    the flows' series only."""
+    t = execute_tables(plan, out, **options)
+    return t.runs, t.series
+
+
+def execute_tables(plan: Plan, out: Path | None = None, *, resume: bool = False, workers: int | None = None,
+                   dask: Any = None, progress: bool = False, command: list[str] | None = None,
+                   on_run: Callable[[dict[str, Any]], None] | None = None, kind: str = "sweep",
+                   overwrite: bool = False) -> Tables:
+    """Run every task of `plan` not already in `out`'s journal; return
+    every table of all runs, old and new. `out` is locked for the whole
+    run: a second writer is refused."""
     if out is None:
         return _execute(plan, None, None, workers, dask, progress, on_run)
     with DirectoryLock(out):
@@ -381,7 +407,7 @@ def execute(plan: Plan, out: Path | None = None, *, resume: bool = False, worker
 
 
 def _execute(plan: Plan, out: Path | None, journal: Journal | None, workers: int | None, dask: Any, progress: bool,
-             on_run: Callable[[dict[str, Any]], None] | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+             on_run: Callable[[dict[str, Any]], None] | None) -> Tables:
     tasks = plan.tasks()
     done: dict[str, dict[str, Any]] = journal.read() if journal else {}
     by_id = {t["run_id"]: t for t in tasks}
@@ -410,13 +436,16 @@ def _execute(plan: Plan, out: Path | None, journal: Journal | None, workers: int
             for i, item in enumerate(results, start=1):
                 task = by_id[item["run_id"]]
                 ctx = _context(task)
-                rec: dict[str, Any] = {"run_id": task["run_id"], "rows": flow_rows(item["result"], ctx)}
-                srows = series_rows(item["result"], ctx)
-                if srows and out is not None:
-                    pd.DataFrame(srows).to_parquet(out / SERIES_PARTS / f"{task['run_id']}.parquet", index=False)
-                    rec["series"] = True
-                elif srows:
-                    rec["series_rows"] = srows
+                rec: dict[str, Any] = {"run_id": task["run_id"], "rows": flow_rows(item["result"], ctx),
+                                       "link_rows": link_rows(item["result"], ctx)}
+                for key, rows_, part in (("series", series_rows(item["result"], ctx), ""),
+                                         ("link_series", link_series_rows(item["result"], ctx), ".links")):
+                    if rows_ and out is not None:
+                        pd.DataFrame(rows_).to_parquet(out / SERIES_PARTS / f"{task['run_id']}{part}.parquet",
+                                                       index=False)
+                        rec[key] = True
+                    elif rows_:
+                        rec[f"{key}_rows"] = rows_
                 if journal:
                     journal.append(rec)
                 done[task["run_id"]] = rec
@@ -437,10 +466,10 @@ def _execute(plan: Plan, out: Path | None, journal: Journal | None, workers: int
         close = getattr(results, "close", None)
         if close is not None:
             close()  # stop the workers now, not when the generator is collected
-    runs, series = tables_from_records(done.values(), out / SERIES_PARTS if out is not None else None)
+    tables = tables_from_records(done.values(), out / SERIES_PARTS if out is not None else None)
     if out is not None:
-        _write_tables(out, runs, series)
-    return runs, series
+        _write_tables(out, tables)
+    return tables
 
 
 def replicate_until(scenario: Scenario, until: float, *, max_reps: int = 100, reps: int = 3, seed: int | None = None,

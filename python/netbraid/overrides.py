@@ -2,7 +2,9 @@
 
 PATH walks the scenario as written: table keys separated by dots; list
 elements by position (``links.0.rate``) or by their ``name``
-(``flows.bulk.cc``). VALUE is read as a TOML value when it is one (numbers,
+(``flows.bulk.cc``, ``links.wan.delay``); a link without a name is named by
+its ends as written (``links.client-r1.delay``; ``client-r1#2`` for the
+second such link between them). VALUE is read as a TOML value when it is one (numbers,
 true/false, "strings", [arrays], {inline = "tables"}), otherwise as a plain
 string, so ``--set links.0.rate=20Mbps`` needs no quotes.
 """
@@ -22,6 +24,24 @@ def parse_value(raw: str) -> Any:
         return raw
 
 
+def element_names(container: list[Any]) -> list[str | None]:
+    """The name of each element of a scenario list: its `name`; a link
+    without one is named by its ends, "a-b", and "a-b#2", "#3", … for the
+    second, third, … unnamed link between the same ends (as written)."""
+    names: list[str | None] = []
+    seen: dict[str, int] = {}
+    for e in container:
+        if isinstance(e, dict) and e.get("name") is not None:
+            names.append(str(e["name"]))
+        elif isinstance(e, dict) and "a" in e and "b" in e:
+            base = f"{e['a']}-{e['b']}"
+            seen[base] = seen.get(base, 0) + 1
+            names.append(base if seen[base] == 1 else f"{base}#{seen[base]}")
+        else:
+            names.append(None)
+    return names
+
+
 def _step(container: Any, key: str, origin: str, create: bool) -> Any:
     if isinstance(container, list):
         if key.isdigit():
@@ -29,12 +49,11 @@ def _step(container: Any, key: str, origin: str, create: bool) -> Any:
             if idx >= len(container):
                 raise ScenarioError(f"{origin}: index {idx} is out of range (the list has {len(container)} element(s))")
             return idx
-        names = [e.get("name") for e in container if isinstance(e, dict)]
+        names = element_names(container)
         if key in names:
             return names.index(key)
-        raise ScenarioError(
-            f"{origin}: no element named '{key}' (have: {', '.join(map(str, names)) or 'none'}; or use a position, e.g. 0)"
-        )
+        have = ", ".join(str(n) for n in names if n is not None)
+        raise ScenarioError(f"{origin}: no element named '{key}' (have: {have or 'none'}; or use a position, e.g. 0)")
     if isinstance(container, dict):
         if key not in container and create:
             container[key] = {}

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from .api import jain_fairness
-from .experiment import JOURNAL, MANIFEST, SERIES_PARTS, ExperimentError, Journal, tables_from_records
+from .experiment import ExperimentError
 from .stats import interval_text, mean_ci, summarize
 from .units import parse_rate, parse_size, parse_time
 
@@ -258,19 +258,14 @@ def series_plots(series: pd.DataFrame, runs: pd.DataFrame, axes: list[str], out:
 # ---- the report -------------------------------------------------------------------
 
 
-def load_results(directory: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any], pd.DataFrame]:
+def load_results(directory: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any], pd.DataFrame, Any]:
     """Runs table, series table and manifest of a results directory (rebuilt
-    from the journal if the sweep was interrupted before the tables were written)."""
-    if not directory.is_dir():
-        raise ExperimentError(f"{directory}: no such results directory")
-    manifest = json.loads((directory / MANIFEST).read_text()) if (directory / MANIFEST).exists() else {}
-    if (directory / JOURNAL).exists():
-        runs, series = tables_from_records(Journal(directory).read().values(), directory / SERIES_PARTS)
-    elif (directory / "runs.parquet").exists():
-        runs = pd.read_parquet(directory / "runs.parquet")
-        series = pd.read_parquet(directory / "series.parquet") if (directory / "series.parquet").exists() else pd.DataFrame()
-    else:
-        raise ExperimentError(f"{directory} holds no results (no {JOURNAL} or runs.parquet); make them with netbraid sweep or run --reps --out")
+    from the journal if the sweep was interrupted before the tables were
+    written), its subflow rows, and the whole `Results` (links too)."""
+    from .results import load
+
+    r = load(directory)
+    runs, series, manifest = r.flows, r.series, r.manifest
     # flow rows and subflow rows apart: summed together they would count a
     # flow's bytes twice
     subflows = runs[runs["subflow"].notna()] if "subflow" in runs else runs.iloc[0:0]
@@ -280,11 +275,11 @@ def load_results(directory: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str,
         series = series[series["subflow"].isna()]
     if runs.empty:
         raise ExperimentError(f"{directory} holds no finished runs yet")
-    return runs, series, manifest, subflows
+    return runs, series, manifest, subflows, r
 
 
 def make_report(directory: Path) -> Path:
-    runs, series, manifest, subflows = load_results(directory)
+    runs, series, manifest, subflows, results = load_results(directory)
     axes = [a for a in manifest.get("axes", []) if a in runs.columns]
     out = directory / "report"
     out.mkdir(exist_ok=True)
@@ -314,11 +309,69 @@ def make_report(directory: Path) -> Path:
            "## Per flow", "", markdown_table(readable)]
     if sub_readable is not None:
         md += ["## Per subflow (path)", "", markdown_table(sub_readable)]
+    link_readable = link_table(results.links, axes, out)
+    if link_readable is not None:
+        md += ["## Per link direction (busy or lossy ones)", "", markdown_table(link_readable)]
     (out / "summary.md").write_text("\n".join(md))
-    images = sweep_plots(runs, axes, out) + cdf_plot(runs, axes, out) + series_plots(series, runs, axes, out)
+    images = (sweep_plots(runs, axes, out) + cdf_plot(runs, axes, out) + series_plots(series, runs, axes, out)
+              + queue_plots(results.link_series, runs, axes, out))
     (out / "report.html").write_text(
-        _html(directory, runs, axes, points, readable, [p for p in images if p.suffix == ".png"], sub_readable))
+        _html(directory, runs, axes, points, readable, [p for p in images if p.suffix == ".png"], sub_readable,
+              link_readable))
     return out
+
+
+LINK_LABELS = {
+    "utilisation": ("utilisation (%)", 100.0),
+    "queue_drops": ("queue drops", 1.0),
+    "loss_drops": ("loss drops", 1.0),
+    "tx_packets": ("packets sent", 1.0),
+}
+
+
+def link_table(links: pd.DataFrame, axes: list[str], out: Path) -> pd.DataFrame | None:
+    """Per point × link direction, mean ± 95 % interval of utilisation and
+    drops (all in summary_links.csv; in the report only the directions that
+    were at least 10 % busy or dropped anything)."""
+    if links.empty:
+        return None
+    table = summarize(links, axes + ["link"], list(LINK_LABELS))
+    table.to_csv(out / "summary_links.csv", index=False)
+    shown = table[(table["utilisation_mean"] >= 0.1) | (table["queue_drops_mean"] > 0) | (table["loss_drops_mean"] > 0)]
+    if shown.empty:
+        return None
+    readable = shown[axes + ["link", "n"]].copy()
+    for m, (label, scale) in LINK_LABELS.items():
+        readable[label] = [_fmt_ci({"mean": r[f"{m}_mean"], "ci95_low": r[f"{m}_ci95_low"],
+                                    "ci95_high": r[f"{m}_ci95_high"], "n": r[f"{m}_n"]}, scale)
+                           for _, r in shown.iterrows()]
+    return readable
+
+
+def queue_plots(link_series: pd.DataFrame, runs: pd.DataFrame, axes: list[str], out: Path) -> list[Path]:
+    """Queue length over time of the (up to 6) link directions whose queue
+    was longest, in the first replication of up to 4 points."""
+    made: list[Path] = []
+    if link_series.empty:
+        return made
+    first_runs = runs[runs["rep"] == runs["rep"].min()].drop_duplicates("run_id").head(4)
+    for i, row in enumerate(first_runs.to_dict("records")):
+        s = link_series[link_series["run_id"] == row["run_id"]]
+        if s.empty or not (s["queue_packets"] > 0).any():
+            continue
+        busiest = s.groupby("link")["queue_packets"].max().sort_values(ascending=False).head(6).index
+        where = ", ".join(f"{a}={row[a]}" for a in axes)
+        fig, ax = _figure()
+        for name in busiest:
+            q = s[s["link"] == name]
+            ax.plot(q["time_s"], q["queue_packets"], label=name, linewidth=1.2)
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel("queue (packets)")
+        ax.set_title("queue length over time" + (f" ({where}, seed {row['seed']})" if where else f" (seed {row['seed']})"))
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+        fig.set_size_inches(10.5, 4.6)
+        made += _save(fig, out, f"series_queue_{i}")
+    return made
 
 
 # A subflow's own metrics (its share of the flow's goodput beside them).
@@ -358,7 +411,7 @@ def _html_table(df: pd.DataFrame) -> str:
 
 
 def _html(directory: Path, runs: pd.DataFrame, axes: list[str], points: pd.DataFrame, flows: pd.DataFrame,
-          images: list[Path], subflows: pd.DataFrame | None = None) -> str:
+          images: list[Path], subflows: pd.DataFrame | None = None, links: pd.DataFrame | None = None) -> str:
     figs = "".join(
         f'<figure><img alt="{html.escape(p.stem)}" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}">'
         f"<figcaption>{html.escape(p.stem.replace('_', ' '))}</figcaption></figure>"
@@ -381,6 +434,7 @@ each cell counts the runs that have its metric.</p>
 <h2>Per point</h2>{_html_table(points)}
 <h2>Per flow</h2>{_html_table(flows)}
 {'<h2>Per subflow (path)</h2>' + _html_table(subflows) if subflows is not None else ''}
+{'<h2>Per link direction</h2><p>Directions at least 10 % busy or with drops; every direction is in report/summary_links.csv.</p>' + _html_table(links) if links is not None else ''}
 <h2>Plots</h2>{figs}
 </body></html>
 """

@@ -15,6 +15,7 @@ from typing import Any
 from . import _sim, footprint
 from .controllers import canonical
 from .errors import ScenarioError
+from .overrides import element_names
 from .schema import (MPTCP_FIELDS, SCTP_OPTION_FIELDS, TCP_FIELDS, Direction, Flow, Link, Scenario, SctpOptions,
                      TcpOptions)
 
@@ -349,6 +350,11 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
         return groups[name]
 
     # links
+    link_names = element_names([{"name": l.name, "a": l.a, "b": l.b} for l in s.links])
+    for i, name in enumerate(link_names):
+        if link_names.index(name) != i:
+            problems.append(f"links[{i}].name: '{name}' names links[{link_names.index(name)}] too; "
+                            "link names must be unique (give this link another name)")
     links: list[dict[str, Any]] = []
     ifaces_of: dict[int, list[int]] = {i: [] for i in range(len(nodes))}
     for i, link in enumerate(s.links):

@@ -18,7 +18,7 @@ from typing import Any
 
 from ._sim import __version__
 from .errors import DirectoryError
-from .tidy import FLOW_METRICS, SERIES_COLUMNS, links_text, paths_of, series_rows
+from .tidy import FLOW_METRICS, SERIES_COLUMNS, link_series_rows, links_text, paths_of, series_rows
 
 FLOW_COLUMNS = ["name", "kind", "src", "dst", *FLOW_METRICS, "links"]
 SUBFLOW_COLUMNS = [
@@ -35,7 +35,8 @@ RUN_FILES = ["scenario.resolved.json", "scenario.json", "command.json", "result.
              "links.csv", "series_flows.csv", "series_links.csv"]
 #: What replications, sweeps and their reports write (experiment.py, report.py).
 EXPERIMENT_FILES = ["manifest.json", "manifest.tmp", "journal.jsonl", "series-parts", "runs.parquet", "runs.csv",
-                    "series.parquet", "scenario.resolved.json", "report"]
+                    "series.parquet", "links.parquet", "links.csv", "link_series.parquet", "scenario.resolved.json",
+                    "report"]
 
 
 class DirectoryLock:
@@ -165,8 +166,5 @@ def write_run(out: Path, result: dict[str, Any], resolved: dict[str, Any], scena
     _write_csv(out / "links.csv", LINK_COLUMNS, [{**l} for l in result["links"]])
     if series:
         _write_csv(out / "series_flows.csv", ["time_s", "flow", "subflow", *SERIES_COLUMNS], series_rows(result, {}))
-        rows = []
-        for ls in series["links"]:
-            for i, t in enumerate(series["time_s"]):
-                rows.append({"time_s": t, "link": ls["name"], "queue_packets": ls["queue_packets"][i], "queue_bytes": ls["queue_bytes"][i]})
-        _write_csv(out / "series_links.csv", ["time_s", "link", "queue_packets", "queue_bytes"], rows)
+        _write_csv(out / "series_links.csv", ["time_s", "link", "queue_packets", "queue_bytes"],
+                   link_series_rows(result, {}))

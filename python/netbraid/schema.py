@@ -257,6 +257,10 @@ class Link(Strict):
     directions unless `ab` (a→b) or `ba` (b→a) override them. A group name on
     either side makes one link per member (groups of equal size pair up)."""
 
+    #: For `--set links.NAME.delay=…` and sweeps; unique among the links.
+    #: Without one a link is named by its ends as written, "a-b" ("a-b#2"
+    #: for the second unnamed link between the same ends).
+    name: Optional[Name] = None
     a: Name
     b: Name
     rate: Rate

@@ -80,3 +80,24 @@ def series_rows(result: dict[str, Any], context: dict[str, Any]) -> list[dict[st
             relay = relays[k - 1] if 0 < k <= len(relays) else None
             rows += _series_of(sub, series["time_s"], fs["name"], sub["name"], context, relay)
     return rows
+
+
+#: Per run × link direction.
+LINK_METRICS = ["rate_bps", "delay_s", "tx_packets", "tx_bytes", "queue_drops", "loss_drops", "utilisation"]
+
+
+def link_rows(result: dict[str, Any], context: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per link direction of one run; `context` leads each row."""
+    return [{**context, "link": l["name"], "from": l["from"], "to": l["to"], **{m: l.get(m) for m in LINK_METRICS}}
+            for l in result["links"]]
+
+
+def link_series_rows(result: dict[str, Any], context: dict[str, Any]) -> list[dict[str, Any]]:
+    """Long-format queue-length rows for one run (empty without
+    measure.interval): one row per sample × link direction."""
+    series = result.get("series")
+    if not series or not series.get("links"):
+        return []
+    return [{**context, "time_s": t, "link": ls["name"], "queue_packets": ls["queue_packets"][i],
+             "queue_bytes": ls["queue_bytes"][i]}
+            for ls in series["links"] for i, t in enumerate(series["time_s"])]

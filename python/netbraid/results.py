@@ -1,0 +1,93 @@
+"""`nb.load(DIR)`: any results directory netbraid writes — one run (`run
+--out`), replications (`run --reps N --out`), a sweep, a paper — as the same
+DataFrames."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .experiment import JOURNAL, MANIFEST, SERIES_PARTS, ExperimentError, Journal, tables_from_records
+from .stats import summarize
+from .tidy import FLOW_METRICS, LINK_METRICS, flow_rows, link_rows
+
+
+@dataclass
+class Results:
+    """The tables of a results directory.
+
+    - ``flows``: one row per run × flow; an MPTCP flow's subflows and a
+      relayed flow's legs follow it as rows with ``subflow`` set;
+    - ``links``: one row per run × link direction (``link`` is "a->b",
+      utilisation, queue and loss drops);
+    - ``series`` / ``link_series``: time series (with ``measure.interval``)
+      of flows and of queue lengths, long format;
+    - ``manifest``: what was run (axes, replications, seeds, command).
+
+    Every row carries its run's ``run_id``, ``seed`` and swept values, so
+    ``summary()`` (or ``nb.summarize``) can group by any of them."""
+
+    flows: pd.DataFrame
+    links: pd.DataFrame
+    series: pd.DataFrame = field(default_factory=pd.DataFrame)
+    link_series: pd.DataFrame = field(default_factory=pd.DataFrame)
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def axes(self) -> list[str]:
+        """The swept fields (empty for one run or replications)."""
+        return [a for a in self.manifest.get("axes", []) if a in self.flows.columns]
+
+    def summary(self, what: str = "flows") -> pd.DataFrame:
+        """Mean, 95 % interval and its own ``n`` of every metric, per flow
+        (``what="flows"``) or link direction (``"links"``) and swept point."""
+        if what == "links":
+            return summarize(self.links, self.axes + ["link"], LINK_METRICS)
+        flows = self.flows[self.flows["subflow"].isna()] if "subflow" in self.flows else self.flows
+        return summarize(flows, self.axes + ["flow", "kind"], FLOW_METRICS)
+
+    def __repr__(self) -> str:
+        runs = self.flows["run_id"].nunique() if "run_id" in self.flows else 0
+        return (f"Results({runs} run(s), {len(self.flows)} flow rows, {len(self.links)} link rows, "
+                f"{len(self.series)} series rows, axes={self.axes})")
+
+
+def load(directory: str | Path) -> Results:
+    """Read a results directory written by netbraid (any command's `--out`)."""
+    d = Path(directory)
+    if not d.is_dir():
+        raise ExperimentError(f"{d}: no such results directory")
+    manifest = json.loads((d / MANIFEST).read_text()) if (d / MANIFEST).exists() else {}
+    if (d / JOURNAL).exists():
+        runs, series, links, link_series = tables_from_records(Journal(d).read().values(), d / SERIES_PARTS)
+    elif (d / "runs.parquet").exists():
+        runs = pd.read_parquet(d / "runs.parquet")
+        read = lambda name: pd.read_parquet(d / name) if (d / name).exists() else pd.DataFrame()  # noqa: E731
+        series, links, link_series = read("series.parquet"), read("links.parquet"), read("link_series.parquet")
+    elif (d / "result.json").exists():
+        return _load_run(d)
+    else:
+        raise ExperimentError(f"{d} holds no results (no {JOURNAL}, runs.parquet or result.json); make them with "
+                              "netbraid run --out, run --reps --out or netbraid sweep --out")
+    return Results(runs, links, series, link_series, manifest)
+
+
+def _load_run(d: Path) -> Results:
+    """A single run's directory (`netbraid run --out`)."""
+    result = json.loads((d / "result.json").read_text())
+    command = json.loads((d / "command.json").read_text()) if (d / "command.json").exists() else {}
+    context = {"run_id": "r0", "point": 0, "rep": 0, "seed": result.get("seed")}
+
+    def read(name: str) -> pd.DataFrame:  # the same columns as a sweep's series: context first
+        if not (d / name).exists():
+            return pd.DataFrame()
+        df = pd.read_csv(d / name)
+        return pd.concat([pd.DataFrame([context] * len(df)), df], axis=1)
+
+    series, link_series = read("series_flows.csv"), read("series_links.csv")
+    return Results(pd.DataFrame(flow_rows(result, context)), pd.DataFrame(link_rows(result, context)), series,
+                   link_series, {"axes": [], "command": command.get("argv"), "seed": result.get("seed")})
