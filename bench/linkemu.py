@@ -6,8 +6,10 @@ case after case (A B C A B C ...):
 
 - ``linkemu R``: one emulated link at rate R, 5 ms delay each way, a
   1000-packet queue, no loss — netbraid-linkemu as emu runs it;
-- ``ceiling``: the same emulator at 100 Gb/s, a rate it cannot reach, so its
-  own machinery is the limit (target: at least 70 % of the forwarder);
+- ``ceiling``: the same emulator at 100 Gb/s, a rate it cannot reach, and
+  no delay (as the forwarder: with 5 ms each way TCP's receive window would
+  be the limit), so its own machinery is the limit (target: at least 70 % of
+  the forwarder);
 - ``forwarder``: the same program and the same TUN I/O with the emulation
   switched off (``forward_only``): every packet written out as soon as it is
   read — the ceiling of the I/O method;
@@ -133,7 +135,10 @@ class Topology:
             ip_batch(lines_m, NS[2])
         else:
             # (the forwarder ignores the rate but the configuration needs one)
-            direction = {"rate_bps": int((rate_mbps or 1000) * 1e6), "delay_ns": 5_000_000, "jitter_ns": 0,
+            # The ceiling case has no delay, like the forwarder: with 5 ms each
+            # way, TCP's receive window (tcp_rmem's 6 MB) would be its limit.
+            delay_ns = 0 if kind == "ceiling" else 5_000_000
+            direction = {"rate_bps": int((rate_mbps or 1000) * 1e6), "delay_ns": delay_ns, "jitter_ns": 0,
                          "queue": {"packets": 1000, "bytes": None}, "loss": {"model": "none"}}
             cfg = {"seed": 1, **({"forward_only": True} if kind == "forwarder" else {}),
                    "stats": str(workdir / "stats.json"),
