@@ -99,3 +99,20 @@ def test_a_sweep_directory_holds_link_rows_and_link_series(tmp_path):
     delays = res.links[res.links["link"] == "r1->r2"].set_index("links.r1-r2.delay")["delay_s"]
     assert delays["5ms"] == 0.005 and delays["20ms"] == 0.020
     assert not res.link_series.empty and (out / "link_series.parquet").exists()
+
+
+def test_an_interval_sets_its_own_digits():
+    # the half-width to one or two significant digits (two when it starts
+    # with 1 or 2), the mean to the same decimal place (issue 18's examples)
+    from netbraid.stats import interval_text
+
+    def text(mean, half):
+        return interval_text({"mean": mean, "ci95_low": mean - half, "ci95_high": mean + half})
+
+    assert text(9.7312, 0.0513) == "9.73 ± 0.05"
+    assert text(122.0, 1.4e-14) == "122 ± 0"  # identical runs: no interval, no noise digits
+    assert text(250.3, 680.0) == "300 ± 700"
+    assert text(0.5, 0.013) == "0.500 ± 0.013"
+    assert text(5.0, 1.4) == "5.0 ± 1.4"
+    # clipped at zero: no longer symmetric, shown as a range with the same rule
+    assert interval_text({"mean": 0.0003, "ci95_low": 0.0, "ci95_high": 0.0009}, 100) == "0.03 (0.00–0.09)"

@@ -758,14 +758,17 @@ def print_result(result: dict[str, Any]) -> None:
     window = result["measure_stop_s"] - result["measure_start_s"]
     on = " on real stacks (emu)" if result.get("backend") == "emu" else ""
     t = Table(title=f"{escape(result['scenario'])}{on}: {window:g} s measured (seed {result['seed']})")
+    # a subflow's share of its flow's goodput, in its own column (only when a flow has subflows)
+    shares = any(sub.get("share") is not None and not sub.get("from")
+                 for f in result["flows"][:MAX_ROWS] for sub in paths_of(f))
     for col, justify in [("flow", "left"), ("kind", "left"), ("path", "left"), ("throughput", "right"),
-                         ("goodput", "right"), ("loss %", "right"), ("retx", "right"), ("RTOs", "right"),
-                         ("RTT ms", "right"), ("cwnd KB", "right")]:
+                         ("goodput", "right"), *([("share %", "right")] if shares else []), ("loss %", "right"),
+                         ("retx", "right"), ("RTOs", "right"), ("RTT ms", "right"), ("cwnd KB", "right")]:
         t.add_column(col, justify=justify)
     for f in result["flows"][:MAX_ROWS]:
         t.add_row(
             f["name"], f["kind"], f"{f['src']} → {f['dst']}",
-            _rate(f.get("throughput_bps")), _rate(f.get("goodput_bps")),
+            _rate(f.get("throughput_bps")), _rate(f.get("goodput_bps")), *([""] if shares else []),
             _fmt(f.get("loss_rate"), 100), str(f.get("retransmits", "–")),
             str(f["timeouts"]) if f["kind"] == "tcp" and f.get("timeouts") is not None else "–",
             _fmt(f.get("rtt_mean_s"), 1e3), _fmt(f.get("cwnd_mean_bytes"), 1 / 1024),
@@ -774,10 +777,10 @@ def print_result(result: dict[str, Any]) -> None:
             addrs = f"{sub['src_addr']} → {sub['dst_addr']}" if sub.get("src_addr") and sub.get("dst_addr") else ""
             if sub.get("from"):
                 addrs = f"{sub['from']} → {sub['to']}"
-            share = f"share {100 * sub['share']:.1f} %" if sub.get("share") is not None else ""
             t.add_row(f"  └ {sub['name']}", "leg" if sub.get("from") else "subflow", addrs,
                       _rate(sub.get("throughput_bps")), _rate(sub.get("goodput_bps")),
-                      _fmt(sub["loss_rate"], 100) if sub.get("loss_rate") is not None else share,  # emu: no loss count
+                      *([_fmt(sub.get("share"), 100)] if shares else []),
+                      _fmt(sub.get("loss_rate"), 100),  # emu's MPTCP subflows have no loss count: "–"
                       str(sub.get("retransmits", "–")), str(sub.get("timeouts", "–")),
                       _fmt(sub.get("rtt_mean_s"), 1e3), _fmt(sub.get("cwnd_mean_bytes"), 1 / 1024))
     out_console.print(t)

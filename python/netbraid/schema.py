@@ -676,22 +676,47 @@ class Scenario(Strict):
     # Each returns the scenario, so calls chain. Mistakes raise ScenarioError.
 
     def add_host(self, name: str, count: int | None = None) -> "Scenario":
+        """An end host, as ``[[hosts]]``; with `count`, a group name0, name1, …"""
         return self._append("hosts", Host, {"name": name, "count": count})
 
     def add_router(self, name: str, count: int | None = None, multipath: str | None = None) -> "Scenario":
+        """A router, as ``[[routers]]`` (`multipath`: "ecmp", "round_robin", …)."""
         return self._append("routers", Router, {"name": name, "count": count, "multipath": multipath})
 
     def add_link(self, a: str, b: str, **fields: Any) -> "Scenario":
+        """A link between nodes (or groups) `a` and `b`, as ``[[links]]``:
+        ``rate="10Mbps", delay="5ms", queue="100p", loss=0.01, name="wan"``,
+        per direction ``ab={...}`` / ``ba={...}``."""
         return self._append("links", Link, {"a": a, "b": b, **fields})
 
-    def add_flow(self, name: str, src: str, dst: str, **fields: Any) -> "Scenario":
+    def add_flow(self, name: str, src: str | None = None, dst: str | None = None, **fields: Any) -> "Scenario":
+        """A flow, as ``[[flows]]``: from `src` to `dst` (or, with the TOML
+        names, ``**{"from": "a", "to": "b"}`` / ``to="b"``), and any flow
+        field: ``kind="cbr", rate="4Mbps", cc="cubic", start="1s"``."""
+        src = fields.pop("from", src)
+        dst = fields.pop("to", dst)
+        if src is None or dst is None:
+            from .errors import ScenarioError
+
+            raise ScenarioError(f"flows[{len(self.flows)}] ({name}): give where it goes from and to: "
+                                f"add_flow({name!r}, 'a', 'b') or add_flow({name!r}, **{{'from': 'a', 'to': 'b'}})")
         return self._append("flows", Flow, {"name": name, "from": src, "to": dst, **fields})
 
     def add_proxy(self, node: str, **fields: Any) -> "Scenario":
+        """A split-TCP proxy on `node`, as ``[[proxies]]`` (flows pass it with ``via``)."""
         return self._append("proxies", Proxy, {"node": node, **fields})
 
     def add_route(self, node: str, to: str, via: str, to_iface: int | None = None) -> "Scenario":
+        """A static route, as ``[[routes]]``: at `node`, traffic for `to` goes to `via`."""
         return self._append("routes", Route, {"node": node, "to": to, "via": via, "to_iface": to_iface})
+
+    def __repr__(self) -> str:
+        from .units import format_time
+
+        count = lambda items, what: f"{len(items)} {what}{'s' if len(items) != 1 else ''}"  # noqa: E731
+        return (f"Scenario({self.name!r}: {count(self.hosts, 'host')}, {count(self.routers, 'router')}, "
+                f"{count(self.links, 'link')}, {count(self.flows, 'flow')}, duration {format_time(self.duration)}, "
+                f"seed {self.seed})")
 
     def _append(self, field: str, model: type[BaseModel], data: dict[str, Any]) -> "Scenario":
         from .errors import from_validation_error

@@ -45,17 +45,33 @@ def clip_to_range(c: dict[str, float], metric: str) -> dict[str, float]:
     return {**c, "ci95_low": min(max(c["ci95_low"], 0.0), high), "ci95_high": min(max(c["ci95_high"], 0.0), high)}
 
 
+def _decimals(width: float) -> int:
+    """Decimal places that show `width` (> 0) to its significant digits:
+    two when it starts with 1 or 2 (0.013, 1.4, 27), else one (0.05, 700)."""
+    exp = math.floor(math.log10(width))
+    return (1 if width / 10 ** exp < 3 else 0) - exp
+
+
+def _fixed(x: float, decimals: int) -> str:
+    return f"{x:.{decimals}f}" if decimals > 0 else f"{round(x, decimals):.0f}"
+
+
 def interval_text(c: dict[str, float], scale: float = 1.0, digits: int = 4) -> str:
     """"mean ± half-width", or "mean (low–high)" when the interval was
-    clipped at a bound and is no longer symmetric."""
+    clipped at a bound and is no longer symmetric. The interval's width sets
+    the digits: the half-width to one or two significant digits and the mean
+    to the same decimal place ("9.73 ± 0.05", "300 ± 700"); identical runs
+    (no width) show the mean to `digits` significant digits, "± 0"."""
     mean, low, high = (c[k] * scale for k in ("mean", "ci95_low", "ci95_high"))
     noise = 1e-9 * max(abs(mean), 1e-300)
     if abs((mean - low) - (high - mean)) > noise:
-        return f"{mean:.{digits}g} ({low:.{digits}g}–{high:.{digits}g})"
+        d = _decimals(max(mean - low, high - mean))
+        return f"{_fixed(mean, d)} ({_fixed(low, d)}–{_fixed(high, d)})"
     half = high - mean
     if abs(half) <= noise:
-        half = 0.0  # rounding noise of identical values
-    return f"{mean:.{digits}g} ± {half:.2g}"
+        return f"{mean:.{digits}g} ± 0"  # rounding noise of identical values
+    d = _decimals(half)
+    return f"{_fixed(mean, d)} ± {_fixed(half, d)}"
 
 
 def summarize(df: pd.DataFrame, by: list[str], metrics: list[str]) -> pd.DataFrame:

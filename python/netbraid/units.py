@@ -146,3 +146,11 @@ def format_rate(bps: float) -> str:
         if shown >= f:
             return f"{bps / f:.3g} {unit}"
     return f"{bps:.3g} b/s"
+
+
+def format_time(ns: int) -> str:
+    """A duration in ns, in the largest unit that keeps it short: "20 s", "150 ms", "40 µs"."""
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if abs(ns) >= scale:
+            return f"{ns / scale:g} {unit}"
+    return f"{ns} ns"
