@@ -24,3 +24,28 @@ def test_short_help_on_every_command(args):
     short, long = netbraid(*args, "-h"), netbraid(*args, "--help")
     assert short.returncode == 0 and short.stdout == long.stdout
     assert "Usage: netbraid" in short.stdout
+
+
+def test_shell_completion_is_offered():
+    # --install-completion writes to the user's shell start-up files, so the test asks for the script only
+    r = subprocess.run(["netbraid", "--show-completion", "bash"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "_netbraid_completion" in r.stdout and "complete " in r.stdout, r.stderr
+    assert "--install-completion" in subprocess.run(["netbraid", "-h"], capture_output=True, text=True).stdout
+
+
+def test_jain_fairness_is_per_kind_of_flow(tmp_path):
+    # two TCP flows and two CBR streams on one link: a fairness index over all
+    # four would mix flows that compete for a share with flows that do not
+    path = tmp_path / "mixed.toml"
+    path.write_text('duration = "5s"\n[[hosts]]\nname = "a"\n[[hosts]]\nname = "b"\n'
+                    '[[links]]\na = "a"\nb = "b"\nrate = "10Mbps"\ndelay = "5ms"\n'
+                    + "".join(f'[[flows]]\nname = "t{i}"\nfrom = "a"\nto = "b"\n' for i in range(2))
+                    + "".join(f'[[flows]]\nname = "u{i}"\nkind = "cbr"\nrate = "{i + 1}Mbps"\nfrom = "a"\nto = "b"\n'
+                              for i in range(2)))
+    r = netbraid("run", str(path))
+    assert r.returncode == 0, r.stderr
+    last = " ".join(r.stdout.split("aggregate goodput")[-1].split())  # the summary line, however wrapped
+    assert "over 2 tcp flows" in last and "over 2 udp flows" in last, last
+    # 1 and 2 Mb/s CBR: (1 + 2)^2 / (2 * (1 + 4)) = 0.9 for the UDP pair (± packets cut by the window)
+    udp = float(last.split(" over 2 udp flows")[0].rsplit(" ", 1)[1])
+    assert abs(udp - 0.9) < 0.01, last

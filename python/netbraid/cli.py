@@ -35,7 +35,7 @@ EMU_FAILURES = (EmuError, EmuUnavailable)
 app = typer.Typer(
     help="netbraid: throughput, loss and fairness of (multipath) transports over the paths you describe.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -803,8 +803,16 @@ def print_result(result: dict[str, Any]) -> None:
             out_console.print(f"{f['name']}: transfer completed at {f['completion_time_s']:.3f} s")
     goodputs = [f["goodput_bps"] or 0.0 for f in result["flows"]]
     line = f"aggregate goodput {format_rate(sum(goodputs))}"
-    if len(goodputs) > 1:
+    # fairness among flows of one kind: a CBR stream is not competing for a fair share
+    kinds: dict[str, list[float]] = {}
+    for f in result["flows"]:
+        kinds.setdefault(f["kind"], []).append(f["goodput_bps"] or 0.0)
+    fair = {k: v for k, v in kinds.items() if len(v) > 1}
+    if len(fair) == 1 and len(kinds) == 1:
         line += f", Jain fairness {jain_fairness(goodputs):.3f}"
+    elif fair:
+        line += ", Jain fairness " + ", ".join(f"{jain_fairness(v):.3f} over {len(v)} {k} flows"
+                                                for k, v in fair.items())
     if result.get("events") is None:
         rt = "real-time scheduling" if result.get("realtime") else "no real-time scheduling"
         line += f" · emu run in {result['wall_s']:.1f} s ({rt})"
