@@ -63,7 +63,7 @@ import time
 from pathlib import Path
 
 from netbraid.emu import linkemu as linkemu_mod
-from netbraid.emu.netns import ip_batch, run as run_cmd
+from netbraid.emu.netns import ip_batch
 
 NS = ("nblb-a", "nblb-b", "nblb-m")
 ADDR = ("10.231.0.1", "10.231.0.2", "10.231.1.1", "10.231.1.2")

@@ -18,7 +18,6 @@ flow) and `series.parquet` (time series, if the scenario samples them).
 from __future__ import annotations
 
 import copy
-import hashlib
 import itertools
 import json
 import os

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 import pandas as pd
 
@@ -230,44 +229,73 @@ def cdf_plot(runs: pd.DataFrame, axes: list[str], out: Path) -> list[Path]:
     return _save(fig, out, "goodput_cdf")
 
 
+def _first_runs(runs: pd.DataFrame, axes: list[str]) -> Iterator[tuple[str, str]]:
+    """The first replication of up to four points: run id, and the words a
+    plot title gives it ("(links.1.rate=5Mbps, seed 3)")."""
+    first = runs[runs["rep"] == runs["rep"].min()].drop_duplicates("run_id").head(4)
+    # records, not itertuples: axis names contain dots
+    for row in first.to_dict("records"):
+        where = ", ".join(f"{a}={row[a]}" for a in axes)
+        yield row["run_id"], f" ({where}, seed {row['seed']})" if where else f" (seed {row['seed']})"
+
+
+def _over_time(lines: Iterable[tuple[str, Any, Any]], ylabel: str, title: str, ncol: int, out: Path,
+               stem: str) -> list[Path]:
+    """One plot of (label, time, value) lines."""
+    fig, ax = _figure()
+    for label, x, y in lines:
+        ax.plot(x, y, label=label, linewidth=1.2)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize="small", ncol=ncol, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    fig.set_size_inches(10.5, 4.6)
+    return _save(fig, out, stem)
+
+
 def series_plots(series: pd.DataFrame, runs: pd.DataFrame, axes: list[str], out: Path) -> list[Path]:
     made: list[Path] = []
     if series.empty:
         return made
-    first_runs = runs[runs["rep"] == runs["rep"].min()].drop_duplicates("run_id").head(4)
-    # records, not itertuples: axis names contain dots
-    for i, row in enumerate(first_runs.to_dict("records")):
-        s = series[series["run_id"] == row["run_id"]]
-        where = ", ".join(f"{a}={row[a]}" for a in axes)
+    for i, (run_id, label) in enumerate(_first_runs(runs, axes)):
+        s = series[series["run_id"] == run_id]
+        flows = list(dict.fromkeys(s["flow"]))[:10]
         for column, ylabel, scale, stem in (("goodput_bps", "goodput (Mb/s)", 1e-6, "series_goodput"),
                                             ("cwnd_bytes", "congestion window (KB)", 1 / 1024, "series_cwnd")):
-            fig, ax = _figure()
-            flows = list(dict.fromkeys(s["flow"]))
-            for name in flows[:10]:
-                f = s[s["flow"] == name]
-                ax.plot(f["time_s"], f[column].astype(float) * scale, label=name, linewidth=1.2)
-            ax.set_xlabel("time (s)")
-            ax.set_ylabel(ylabel)
-            ax.set_title(f"{ylabel} over time" + (f" ({where}, seed {row['seed']})" if where else f" (seed {row['seed']})"))
-            ax.legend(fontsize="small", ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-            fig.set_size_inches(10.5, 4.6)
-            made += _save(fig, out, f"{stem}_{i}")
+            lines = [(name, f["time_s"], f[column].astype(float) * scale)
+                     for name in flows for f in [s[s["flow"] == name]]]
+            made += _over_time(lines, ylabel, f"{ylabel} over time{label}", 2, out, f"{stem}_{i}")
+    return made
+
+
+def queue_plots(link_series: pd.DataFrame, runs: pd.DataFrame, axes: list[str], out: Path) -> list[Path]:
+    """Queue length over time of the (up to 6) link directions whose queue
+    was longest, in the first replication of up to 4 points."""
+    made: list[Path] = []
+    if link_series.empty:
+        return made
+    for i, (run_id, label) in enumerate(_first_runs(runs, axes)):
+        s = link_series[link_series["run_id"] == run_id]
+        if s.empty or not (s["queue_packets"] > 0).any():
+            continue
+        busiest = s.groupby("link")["queue_packets"].max().sort_values(ascending=False).head(6).index
+        lines = [(name, q["time_s"], q["queue_packets"]) for name in busiest for q in [s[s["link"] == name]]]
+        made += _over_time(lines, "queue (packets)", f"queue length over time{label}", 1, out, f"series_queue_{i}")
     return made
 
 
 # ---- the report -------------------------------------------------------------------
 
 
-def load_results(directory: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any], pd.DataFrame, Any]:
-    """Runs table, series table and manifest of a results directory (rebuilt
-    from the journal if the sweep was interrupted before the tables were
-    written), its subflow rows, and the whole `Results` (links too)."""
+def load_results(directory: Path) -> tuple[Any, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """A results directory (`nb.load`: rebuilt from the journal if the sweep
+    was interrupted before the tables were written), and its flow rows, flow
+    series and subflow rows kept apart (summed together they would count a
+    flow's bytes twice)."""
     from .results import load
 
     r = load(directory)
-    runs, series, manifest = r.flows, r.series, r.manifest
-    # flow rows and subflow rows apart: summed together they would count a
-    # flow's bytes twice
+    runs, series = r.flows, r.series
     subflows = runs[runs["subflow"].notna()] if "subflow" in runs else runs.iloc[0:0]
     if "subflow" in runs:
         runs = runs[runs["subflow"].isna()]
@@ -275,12 +303,12 @@ def load_results(directory: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str,
         series = series[series["subflow"].isna()]
     if runs.empty:
         raise ExperimentError(f"{directory} holds no finished runs yet")
-    return runs, series, manifest, subflows, r
+    return r, runs, series, subflows
 
 
 def make_report(directory: Path) -> Path:
-    runs, series, manifest, subflows, results = load_results(directory)
-    axes = [a for a in manifest.get("axes", []) if a in runs.columns]
+    results, runs, series, subflows = load_results(directory)
+    axes = results.axes
     out = directory / "report"
     out.mkdir(exist_ok=True)
     flow_table = summarize(runs, axes + ["flow"], list(FLOW_METRICS))
@@ -346,32 +374,6 @@ def link_table(links: pd.DataFrame, axes: list[str], out: Path) -> pd.DataFrame 
                                     "ci95_high": r[f"{m}_ci95_high"], "n": r[f"{m}_n"]}, scale)
                            for _, r in shown.iterrows()]
     return readable
-
-
-def queue_plots(link_series: pd.DataFrame, runs: pd.DataFrame, axes: list[str], out: Path) -> list[Path]:
-    """Queue length over time of the (up to 6) link directions whose queue
-    was longest, in the first replication of up to 4 points."""
-    made: list[Path] = []
-    if link_series.empty:
-        return made
-    first_runs = runs[runs["rep"] == runs["rep"].min()].drop_duplicates("run_id").head(4)
-    for i, row in enumerate(first_runs.to_dict("records")):
-        s = link_series[link_series["run_id"] == row["run_id"]]
-        if s.empty or not (s["queue_packets"] > 0).any():
-            continue
-        busiest = s.groupby("link")["queue_packets"].max().sort_values(ascending=False).head(6).index
-        where = ", ".join(f"{a}={row[a]}" for a in axes)
-        fig, ax = _figure()
-        for name in busiest:
-            q = s[s["link"] == name]
-            ax.plot(q["time_s"], q["queue_packets"], label=name, linewidth=1.2)
-        ax.set_xlabel("time (s)")
-        ax.set_ylabel("queue (packets)")
-        ax.set_title("queue length over time" + (f" ({where}, seed {row['seed']})" if where else f" (seed {row['seed']})"))
-        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-        fig.set_size_inches(10.5, 4.6)
-        made += _save(fig, out, f"series_queue_{i}")
-    return made
 
 
 # A subflow's own metrics (its share of the flow's goodput beside them).

@@ -350,10 +350,10 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
         return groups[name]
 
     # links
-    link_names = element_names([{"name": l.name, "a": l.a, "b": l.b} for l in s.links])
-    for i, name in enumerate(link_names):
-        if link_names.index(name) != i:
-            problems.append(f"links[{i}].name: '{name}' names links[{link_names.index(name)}] too; "
+    first_named: dict[str | None, int] = {}
+    for i, name in enumerate(element_names([{"name": l.name, "a": l.a, "b": l.b} for l in s.links])):
+        if first_named.setdefault(name, i) != i:
+            problems.append(f"links[{i}].name: '{name}' names links[{first_named[name]}] too; "
                             "link names must be unique (give this link another name)")
     links: list[dict[str, Any]] = []
     ifaces_of: dict[int, list[int]] = {i: [] for i in range(len(nodes))}

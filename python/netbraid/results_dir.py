@@ -18,7 +18,7 @@ from typing import Any
 
 from ._sim import __version__
 from .errors import DirectoryError
-from .tidy import FLOW_METRICS, SERIES_COLUMNS, link_series_rows, links_text, paths_of, series_rows
+from .tidy import FLOW_METRICS, LINK_METRICS, SERIES_COLUMNS, link_series_rows, links_text, paths_of, series_rows
 
 FLOW_COLUMNS = ["name", "kind", "src", "dst", *FLOW_METRICS, "links"]
 SUBFLOW_COLUMNS = [
@@ -26,7 +26,7 @@ SUBFLOW_COLUMNS = [
     "packets_sent", "packets_lost", "timeouts", "fast_retransmits", "rtt_mean_s", "srtt_s", "cwnd_mean_bytes",
     "cwnd_bytes", "bytes_acked", "share", "from", "to", "relay_buffer_max_bytes", "links",
 ]
-LINK_COLUMNS = ["name", "from", "to", "rate_bps", "delay_s", "tx_packets", "tx_bytes", "queue_drops", "loss_drops", "utilisation"]
+LINK_COLUMNS = ["name", "from", "to", *LINK_METRICS]
 
 
 LOCK_FILE = ".netbraid.lock"
