@@ -17,3 +17,74 @@ def test_flows_take_the_toml_names_and_a_scenario_reads_in_its_own_units():
     for fn in (nb.Scenario.add_host, nb.Scenario.add_router, nb.Scenario.add_link, nb.Scenario.add_flow,
                nb.Scenario.add_proxy, nb.Scenario.add_route, nb.load, nb.run, nb.sweep, nb.simulate):
         assert fn.__doc__ and len(fn.__doc__.split()) >= 5, fn.__name__
+
+
+def test_rows_name_the_links_and_addresses_each_flow_used():
+    # a — r1 — b over a link named "wan" and a second, unnamed r1–b link
+    # (named "r1-b": the first unnamed one between those ends). Data to b's
+    # second interface crosses the second link; b's ACKs to a leave by b's
+    # first interface, "wan" (routing by destination, ties to the lowest link).
+    s = nb.Scenario(name="named", duration="2s")
+    s.add_host("a").add_host("b").add_router("r1")
+    s.add_link("a", "r1", rate="10Mbps", delay="1ms")
+    s.add_link("r1", "b", rate="10Mbps", delay="1ms", name="wan")
+    s.add_link("r1", "b", rate="10Mbps", delay="1ms")
+    s.add_flow("f", "a", "b", to_iface=1)
+    r = nb.simulate(s)
+    f = r["flows"][0]
+    assert f["links"] == ["a->r1", "r1->a", "b->r1", "r1->b#2"]
+    assert f["link_names"] == ["a-r1", "wan", "r1-b"]
+    # link l is 10.x.y.0/24 with x.y = l + 1, side a .1, side b .2 (docs/scenario.md)
+    assert (f["src_addr"], f["dst_addr"]) == ("10.0.1.1", "10.0.3.2")
+    assert {l["name"]: l["link_name"] for l in r["links"]} == {
+        "a->r1": "a-r1", "r1->a": "a-r1", "r1->b": "wan", "b->r1": "wan", "r1->b#2": "r1-b", "b->r1#2": "r1-b"}
+    runs = nb.run(s)
+    assert runs["link_names"].tolist() == ["a-r1, wan, r1-b"]
+    assert set(runs.attrs["links"]["link_name"]) == {"a-r1", "wan", "r1-b"}
+
+
+def test_emu_gives_every_interface_the_simulators_address():
+    from netbraid.emu.topology import iface_address
+    from netbraid.resolve import resolve
+
+    s = nb.load_scenario("examples/mptcp_two_paths.toml")
+    sim = nb.simulate(s)
+    resolved = resolve(s)
+    paths = resolved["flows"][0]["paths"]
+    subs = sim["flows"][0]["subflows"]
+    assert [(x["src_addr"], x["dst_addr"]) for x in subs] == [
+        (iface_address(p["src_iface"]), iface_address(p["dst_iface"])) for p in paths]
+    assert [iface_address(i) for i in (0, 1, 2, 511, 512)] == [
+        "10.0.1.1", "10.0.1.2", "10.0.2.1", "10.1.0.2", "10.1.1.1"]
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in __import__("pathlib").Path("examples").glob("*.toml")))
+def test_a_scenario_saved_as_toml_reads_back_as_the_same_scenario(example, tmp_path):
+    from netbraid.resolve import resolve
+
+    s = nb.load_scenario(f"examples/{example}")
+    back = nb.load_scenario(s.save(tmp_path / "saved.toml"))
+    assert back == s
+    assert resolve(back) == resolve(s)  # what the simulator would run
+    html = s._repr_html_()
+    assert html.count("<tr>") == 3 + len(s.hosts) + len(s.routers) + len(s.links) + len(s.flows)
+
+
+def test_a_scenario_built_in_python_saves_with_readable_units(tmp_path):
+    s = nb.Scenario(name="py", duration="90s")
+    s.add_host("a").add_host("b").add_link("a", "b", rate="1.5Mbps", delay="2.5ms", queue="64KB", name="wan")
+    s.add_flow("f", "a", "b", window="100KB")
+    text = s.to_toml()
+    for piece in ('duration = "90s"', 'rate = "1500kbps"', 'delay = "2500us"', 'queue = "64KB"', 'name = "wan"',
+                  'window = "100KB"'):
+        assert piece in text, text
+    assert nb.Scenario.model_validate(__import__("tomllib").loads(text)) == s
+
+
+def test_results_show_themselves_in_a_notebook(tmp_path):
+    nb.sweep("examples/tcp_and_cbr.toml", {"links.r1-r2.delay": ["10ms", "20ms"]}, out=tmp_path / "s", progress=False)
+    r = nb.load(tmp_path / "s")
+    html = r._repr_html_()
+    assert "links.r1-r2.delay" in html and "video" in html and "transfer" in html
+    assert "r1-&gt;r2" in html  # the bottleneck is busy
+    assert "d1-&gt;r2" not in html  # a CBR stream's reverse direction carries nothing: left out

@@ -138,6 +138,25 @@ def test_queue_limit_is_honoured_exactly():
     assert link["queue_drops"] == f["packets_sent"] - 21
 
 
+def test_link_counters_cover_the_measurement_window():
+    # 125 datagrams/s (1 Mb/s of 1000 B) from 0 to 1.5 s, measured from 1 s
+    # to 3 s: the link carried 0.5 s of them, 62.5 packets, in the window —
+    # not the ~187 of the whole run (the simulator's definition; the
+    # emulator's counters are read at the window's edges).
+    s = one_link("10Mbps", "1ms", duration="3s", measure_start="1s")
+    r = udp_flow(s, "1Mbps", size=1000, stop="1.5s")
+    link = r["links"][0]
+    assert link["counted_over"] == "window"
+    assert abs(link["tx_packets"] - 62.5) <= 3, link
+    assert abs(link["tx_bytes"] - link["tx_packets"] * (1000 + IP_UDP)) < 2 * (1000 + IP_UDP)  # partly sent at the edges
+    assert link["utilisation"] == pytest.approx(62.5 * 1028 * 8 / (10e6 * 2.0), rel=0.06)
+    assert r["flows"][0]["packets_received"] == pytest.approx(187.5, abs=3)  # the flow itself counts the whole run
+    # the same addresses and links as the simulator's for the same scenario
+    sim = nb.simulate(s)["flows"][0]
+    assert {k: r["flows"][0][k] for k in ("src_addr", "dst_addr", "links", "link_names")} == {
+        k: sim[k] for k in ("src_addr", "dst_addr", "links", "link_names")}
+
+
 # ---- real TCP ---------------------------------------------------------------------
 
 
@@ -154,14 +173,50 @@ def test_linux_tcp_over_a_lossy_path_against_sim(cc, loss, tmp_path):
     )
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
-    row = doc["rows"][0]
-    emu, sim = row["emu_goodput_bps"], row["sim_goodput_bps"]
+    row = next(r for r in doc["rows"] if r["flow"] == "bulk" and r["subflow"] is None and r["metric"] == "goodput_bps")
+    emu, sim = row["emu"]["mean"], row["sim"]["mean"]
     model = mathis_bps(1448, 0.020, loss)
     assert 0 < emu < 100e6 and 0 < sim < 100e6
     if cc == "reno":  # Mathis is a model of Reno-style AIMD; allow a factor 2 either way
         assert model / 2 < emu < model * 2, (emu, model)
         assert model / 2 < sim < model * 2, (sim, model)
-    assert row["goodput_rel_diff"] == pytest.approx((sim - emu) / emu)
+    assert row["rel_diff"] == pytest.approx((sim - emu) / emu)
+    assert row["verdict"] is None and row["emu"]["n"] == 1  # one run each: no interval, no verdict
+
+
+def test_compare_with_replications_gives_intervals_on_both_sides(tmp_path):
+    # 3 runs per backend of one TCP flow at 1 % loss: every metric of the
+    # flow has n = 3 and an interval on both sides, and a verdict that
+    # follows from the Welch interval of the difference; the link direction
+    # shows the random-loss drops both backends counted in the window,
+    # about 1 % of the data packets (binomial, 99.9 %).
+    out = subprocess.run(
+        ["netbraid", "compare", "examples/linux_tcp_loss.toml", "--reps", "3", "--json", "--out", str(tmp_path / "c"),
+         "--set", "links.0.ab.loss=0.01", "--set", "duration=4s", "--set", "measure.start=1s"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["reps"] == 3 and doc["seeds"] == [1, 2, 3]
+    flow = {r["metric"]: r for r in doc["rows"] if r["flow"] == "bulk" and r["subflow"] is None}
+    for m in ("goodput_bps", "retx_rate", "rtt_mean_s"):
+        r = flow[m]
+        for side in ("sim", "emu"):
+            assert r[side]["n"] == 3 and r[side]["ci95_low"] <= r[side]["mean"] <= r[side]["ci95_high"], (m, r)
+        low, high = r["diff_ci95"]
+        assert r["verdict"] == ("consistent" if low <= 0 <= high else "differs")
+    assert flow["retx_rate"]["emu"]["ci95_low"] >= 0  # a rate's interval stays at or above 0
+    drops = {r["metric"]: r for r in doc["links"] if r["link"] == "client->server"}["loss_drops"]
+    for side in ("sim", "emu"):
+        assert drops[side]["n"] == 3 and drops[side]["mean"] > 0
+    for side in ("sim", "emu"):  # both sides are results directories nb.load reads
+        res = nb.load(tmp_path / "c" / side)
+        assert len(res.flows) == 3 and len(res.links) == 3 * 2
+        data = res.links[res.links["link"] == "client->server"]
+        offered = int((data["tx_packets"] + data["loss_drops"]).sum())  # ACKs go the other way
+        lo, hi = stats.binom.interval(0.999, offered, 0.01)
+        assert lo <= data["loss_drops"].sum() <= hi, (side, offered, data["loss_drops"].tolist())
+    assert json.loads((tmp_path / "c" / "compare.json").read_text())["rows"] == doc["rows"]
 
 
 def test_kernel_state_over_the_measurement_window():

@@ -49,7 +49,7 @@ def test_cmt_on_real_stacks_uses_both_paths_and_plain_sctp_the_primary():
     assert g_plain == pytest.approx(50e6 * PAYLOAD, rel=0.08)
     assert g_cmt >= 1.7 * g_plain * moving
     util = {l["name"]: l["utilisation"] for l in plain["links"]}
-    # the primary, path 1, carries it (emu utilisation spans the whole run, set-up included)
+    # the primary, path 1, carries it (utilisation over the measurement window, as on sim)
     assert util["client->server#2"] > 0.5 and util["client->server"] < 0.05
     assert len(cmt["flows"][0]["subflows"]) == 2
     procs = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from . import _sim
 from .errors import ScenarioError
-from .resolve import resolve
+from .resolve import label_links, resolve
 from .scenario_io import load_scenario, with_overrides
 from .schema import Scenario
 
@@ -32,7 +33,7 @@ def run_resolved(resolved: dict[str, Any], backend: str = "sim") -> dict[str, An
         out = _sim.run_json(json.dumps(resolved))
     except ValueError as e:
         raise ScenarioError(str(e)) from None
-    return json.loads(out)
+    return label_links(json.loads(out), resolved)
 
 
 def simulate(
@@ -61,8 +62,11 @@ def run(
     until: float | None = None,
     max_reps: int = 100,
     metric: str = "goodput_bps",
+    progress: bool | None = None,
 ) -> "pd.DataFrame":
     """Run replications of one scenario; one row per replication × flow.
+    A progress bar is shown by default in interactive use (a terminal, a
+    notebook); ``progress=False`` turns it off.
 
     With ``until`` (e.g. 0.05), replications are added in batches until the
     95 % interval of ``metric`` is within ±until × mean for every flow, or
@@ -74,7 +78,9 @@ def run(
 
     s = as_scenario(scenario, overrides)
     if until is None:
-        return _with_tables(execute_tables(make_plan(s, reps=reps, seed=seed), workers=workers))
+        return _with_tables(execute_tables(make_plan(s, reps=reps, seed=seed), workers=workers,
+                                           progress=interactive() if progress is None else progress,
+                                           label=f"{s.name}: replications"))
     runs, series = replicate_until(s, until, max_reps=max_reps, reps=reps, seed=seed, workers=workers, metric=metric)
     runs.attrs["series"] = series
     return runs
@@ -101,7 +107,7 @@ def sweep(
     resume: bool = False,
     workers: int | None = None,
     dask: Any = None,
-    progress: bool = False,
+    progress: bool | None = None,
 ) -> "pd.DataFrame":
     """Run a sweep: the Cartesian product of ``grid`` axes (path → values),
     crossed with the ``zip`` axes taken together, each point ``reps`` times.
@@ -110,7 +116,8 @@ def sweep(
     continues an interrupted sweep. ``dask`` is a scheduler address or a
     ``distributed.Client``. Returns one row per run × flow; time series in
     ``df.attrs["series"]``, link rows and queue series in ``df.attrs["links"]``
-    and ``df.attrs["link_series"]`` (or ``nb.load(out)``: all as one object)."""
+    and ``df.attrs["link_series"]`` (or ``nb.load(out)``: all as one object).
+    A progress bar is shown by default in interactive use."""
     from .experiment import execute_tables, make_plan
 
     s = as_scenario(scenario, overrides)
@@ -118,7 +125,8 @@ def sweep(
     n = reps if reps is not None else (s.sweep.reps if s.sweep and s.sweep.reps else 1)
     plan = make_plan(s, grid_axes, zip_axes, reps=n, seed=seed)
     return _with_tables(execute_tables(plan, Path(out) if out is not None else None, resume=resume, workers=workers,
-                                       dask=dask, progress=progress))
+                                       dask=dask, progress=interactive() if progress is None else progress,
+                                       label=f"sweep of {s.name}"))
 
 
 def sweep_axes(s: Scenario, grid: dict[str, list[Any]], zip: dict[str, list[Any]]):
@@ -132,6 +140,19 @@ def sweep_axes(s: Scenario, grid: dict[str, list[Any]], zip: dict[str, list[Any]
     for path in set(declared_grid) & set(declared_zip):
         raise ScenarioError(f"the axis {path!r} is both a grid axis and a zip axis")
     return ([Axis(p, tuple(v)) for p, v in declared_grid.items()], [Axis(p, tuple(v)) for p, v in declared_zip.items()])
+
+
+def interactive() -> bool:
+    """Whether a person is watching: a notebook or IPython, the Python
+    prompt, or a terminal on stderr (where progress bars go)."""
+    try:
+        from IPython import get_ipython  # only present where IPython is installed
+
+        if get_ipython() is not None:
+            return True
+    except ImportError:
+        pass
+    return hasattr(sys, "ps1") or sys.stderr.isatty()
 
 
 def jain_fairness(values: list[float]) -> float:

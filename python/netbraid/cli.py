@@ -18,7 +18,8 @@ from rich.text import Text
 
 from .api import jain_fairness, run_resolved, sweep_axes
 from .errors import ScenarioError
-from .experiment import ExperimentError, Interrupted, execute, make_plan, parse_axis, replicate_until
+from .experiment import (ExperimentError, Interrupted, execute, execute_tables, make_plan, parse_axis,
+                         replicate_until)
 from .lifetime import install_stop_handlers, stop_exit_code
 from .stats import clip_to_range, interval_text, mean_ci
 from .tidy import paths_of
@@ -31,6 +32,21 @@ from .emu.platform import EmuUnavailable
 from .units import format_rate, parse_rate
 
 EMU_FAILURES = (EmuError, EmuUnavailable)
+
+def _flags_without_metavar() -> None:
+    """typer's rich help writes `<bool>` beside every on/off flag (as if it
+    took a value); a flag takes none, so show none, as click and argparse do."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+
+    def display_type_rich(self, ctx):
+        return None if self.is_flag else shown(self, ctx)
+
+    TyperOption.display_type_rich = display_type_rich
+
+
+_flags_without_metavar()
 
 app = typer.Typer(
     help="netbraid: throughput, loss and fairness of (multipath) transports over the paths you describe.",
@@ -126,11 +142,11 @@ MAX_ROWS = 50  # flows shown in a table; the rest are in --json / --out
 @app.command()
 def run(
     scenario: Path = typer.Argument(..., help="Scenario file (TOML)."),
-    set_: list[str] = typer.Option([], "--set", help=SET_HELP),
+    set_: list[str] = typer.Option([], "--set", metavar="PATH=VALUE", help=SET_HELP),
     seed: Optional[int] = typer.Option(None, help="Random seed (overrides the scenario's)."),
     out: Optional[Path] = typer.Option(None, help="Write results, the resolved scenario and the command here."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document instead of tables."),
-    pcap: list[str] = typer.Option([], help="Capture a link direction, written FROM->TO (quote it), as pcap (repeatable)."),
+    pcap: list[str] = typer.Option([], metavar="FROM->TO", help="Capture a link direction, written FROM->TO (quote it), as pcap (repeatable)."),
     backend: str = typer.Option("sim", help="Backend: sim (the simulator) or emu (real Linux stacks in namespaces; root)."),
     reps: int = typer.Option(1, help="Replications (seeds SEED, SEED+1, …); metrics become mean and 95 % interval."),
     until: Optional[float] = typer.Option(None, help="Sequential mode: add replications until every flow's goodput interval is within ±UNTIL × mean (e.g. 0.05)."),
@@ -203,8 +219,10 @@ def run_replications(scenario: Path, set_: list[str], seed: Optional[int], out: 
         warn_if_large(s, min(reps, workers or os.cpu_count() or 1))
         if until is None:
             plan = make_plan(s, reps=reps, seed=seed, backend=backend)
-            runs, _ = execute(plan, out, workers=workers, progress=not quiet and not json_out, kind="replications",
-                              resume=resume, overwrite=overwrite)
+            tables = execute_tables(plan, out, workers=workers, progress=not quiet and not json_out,
+                                    kind="replications", resume=resume, overwrite=overwrite,
+                                    label=f"{backend} runs" + (" (real time)" if backend == "emu" else ""))
+            runs, links = tables.runs, tables.links
         else:
             if out is not None:
                 _check_until_directory(out, overwrite)  # before the runs, not after them
@@ -215,17 +233,18 @@ def run_replications(scenario: Path, set_: list[str], seed: Optional[int], out: 
 
             runs, _ = replicate_until(s, until, max_reps=max_reps, reps=reps, seed=seed, workers=workers, on_batch=report,
                                       backend=backend)
+            links = None
             if out is not None:
                 with DirectoryLock(out):
                     _check_until_directory(out, overwrite)
                     remove_results(out)
                     runs.to_parquet(out / "runs.parquet", index=False)
                     runs.to_csv(out / "runs.csv", index=False)
-    summary = replication_summary(runs)
+    summary = replication_summary(runs, links)
     if json_out:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
         return
-    print_replications(summary, s.name)
+    print_replications(summary, s.name, summary.get("links"))
     from .report import IDENTICAL_NOTE, identical_replications
 
     if identical_replications(runs, []):
@@ -246,8 +265,10 @@ def _check_until_directory(out: Path, overwrite: bool) -> None:
 REPORTED = ["throughput_bps", "goodput_bps", "loss_rate", "retransmits", "timeouts", "rtt_mean_s", "cwnd_mean_bytes"]
 
 
-def replication_summary(runs) -> dict[str, Any]:
-    """The --json document with --reps: each metric as {mean, ci95_low, ci95_high, n}."""
+def replication_summary(runs, links=None) -> dict[str, Any]:
+    """The --json document with --reps: each metric as {mean, ci95_low,
+    ci95_high, n}; Jain's index per kind of flow; with `links` (the link
+    table), each link direction's utilisation and drops."""
     flows = []
     subflow_rows = runs[runs["subflow"].notna()]
     for name, g in runs[runs["subflow"].isna()].groupby("flow", sort=False):
@@ -274,13 +295,29 @@ def replication_summary(runs) -> dict[str, Any]:
                 entry[key].append(se)
         flows.append(entry)
     per_run = runs.drop_duplicates("run_id")
-    return {
+    # Jain's index per kind of flow in each run, then over the runs
+    indices: dict[str, list[float]] = {}
+    shape: dict[str, dict[str, Any]] = {}
+    for _, g in runs[runs["subflow"].isna()].groupby("run_id", sort=False):
+        for kind, j in jain_by_kind(g[["kind", "goodput_bps"]].to_dict("records")).items():
+            indices.setdefault(kind, []).append(j["index"])
+            shape[kind] = j
+    jain = {k: {**shape[k], "index": clip_to_range(mean_ci(v), "jain")} for k, v in indices.items()}
+    doc = {
         "reps": int(per_run.shape[0]),
         "seeds": sorted(int(x) for x in per_run["seed"]),
         "flows": flows,
+        "jain": jain,
         "events": mean_ci(per_run["events"].tolist()),
         "wall_s": mean_ci(per_run["wall_s"].tolist()),
     }
+    if links is not None and len(links):
+        doc["links"] = [{"name": name, "link_name": g["link_name"].iloc[0] if "link_name" in g else None,
+                         "from": g["from"].iloc[0], "to": g["to"].iloc[0], "rate_bps": int(g["rate_bps"].iloc[0]),
+                         **{m: clip_to_range(mean_ci(g[m].tolist()), m) for m in ("utilisation", "queue_drops",
+                                                                                  "loss_drops")}}
+                        for name, g in links.groupby("link", sort=False)]
+    return doc
 
 
 def _union_links(column) -> list[str]:
@@ -300,28 +337,30 @@ def _pm(c: dict[str, float], scale: float = 1.0, digits: int = 3) -> str:
     return interval_text(c, scale, digits)
 
 
-def print_replications(summary: dict[str, Any], name: str) -> None:
-    t = Table(title=f"{escape(name)}: mean ± 95 % interval over {summary['reps']} replications")
-    for col in ("flow", "kind", "path", "goodput Mb/s", "throughput Mb/s", "loss %", "retx", "RTT ms"):
-        t.add_column(col, justify="left" if col in ("flow", "kind", "path") else "right")
-    for f in summary["flows"][:MAX_ROWS]:
-        t.add_row(f["name"], f["kind"], f"{f['src']} → {f['dst']}", _pm(f["goodput_bps"], 1e-6),
-                  _pm(f["throughput_bps"], 1e-6), _pm(f["loss_rate"], 100), _pm(f["retransmits"]),
-                  _pm(f["rtt_mean_s"], 1e3))
-    out_console.print(t)
-    print_links([(f["name"], f.get("links"), f["src"], f["dst"]) for f in summary["flows"][:MAX_ROWS]])
+def print_replications(summary: dict[str, Any], name: str, links: list[dict[str, Any]] | None = None) -> None:
+    title = f"{escape(name)}: mean ± 95 % interval over {summary['reps']} replications"
+    flows = summary["flows"][:MAX_ROWS]
+    print_flow_table(title, [{**f, "paths": f.get("subflows") or f.get("legs") or []} for f in flows])
+    if len(summary["flows"]) > MAX_ROWS:
+        out_console.print(f"… and {len(summary['flows']) - MAX_ROWS} more flows (all of them: --json or --out)")
+    print_links([(f["name"], f.get("links"), f["src"], f["dst"]) for f in flows])
+    if links:
+        print_busy_links(links)
+    line = fairness_text(summary.get("jain") or {})
+    if line:
+        out_console.print(line.removeprefix(", "))
 
 
 @app.command()
 def sweep(
     scenario: Path = typer.Argument(..., help="Scenario file (TOML)."),
-    grid: list[str] = typer.Option([], help="An axis: PATH=v1,v2,… (repeatable; axes are crossed)."),
-    zip_: list[str] = typer.Option([], "--zip", help="A zipped axis: PATH=v1,v2,… (all --zip axes advance together)."),
+    grid: list[str] = typer.Option([], metavar="PATH=V1,V2,…", help="An axis: PATH=v1,v2,… (repeatable; axes are crossed)."),
+    zip_: list[str] = typer.Option([], "--zip", metavar="PATH=V1,V2,…", help="A zipped axis: PATH=v1,v2,… (all --zip axes advance together)."),
     reps: Optional[int] = typer.Option(None, help="Replications per point (default: the scenario's [sweep] reps, else 1)."),
     out: Path = typer.Option(..., help="Results directory (written as runs finish)."),
     resume: bool = typer.Option(False, help="Continue an interrupted sweep in --out."),
     overwrite: bool = typer.Option(False, help="Replace the results already in --out (only the files netbraid wrote)."),
-    set_: list[str] = typer.Option([], "--set", help=SET_HELP),
+    set_: list[str] = typer.Option([], "--set", metavar="PATH=VALUE", help=SET_HELP),
     seed: Optional[int] = typer.Option(None, help="Base seed (replication r uses SEED + r)."),
     workers: Optional[int] = typer.Option(None, help="Parallel runs on this machine (default: every core)."),
     dask: Optional[str] = typer.Option(None, help="Run on this Dask scheduler (e.g. tcp://10.0.0.1:8786) instead."),
@@ -346,7 +385,8 @@ def sweep(
         plan = make_plan(s, grid_axes, zip_axes, reps=n, seed=seed, backend=backend)
         if not quiet:
             err_console.print(f"{len(plan.points)} points × {n} replications = {len(plan.points) * n} runs → {out}/")
-        runs, _ = execute(plan, out, resume=resume, workers=workers, dask=dask, progress=not quiet, overwrite=overwrite)
+        runs, _ = execute(plan, out, resume=resume, workers=workers, dask=dask, progress=not quiet, overwrite=overwrite,
+                          label=f"sweep of {s.name}")
     from .report import IDENTICAL_NOTE, identical_replications, point_summary
 
     table = point_summary(runs, plan.axes)
@@ -362,7 +402,7 @@ def sweep(
 
 
 @app.command()
-def report(directory: Path = typer.Argument(..., help="A results directory from netbraid sweep (or run --reps --out).")) -> None:
+def report(directory: Path = typer.Argument(..., help="A results directory (run --out, run --reps --out, sweep, compare --out).")) -> None:
     """Summary tables (Markdown, CSV), plots (PNG, SVG) and an HTML page from a results directory."""
     from .report import make_report
 
@@ -372,6 +412,63 @@ def report(directory: Path = typer.Argument(..., help="A results directory from 
         fail(e)
         return
     out_console.print(f"report written to {out}/ (open {out / 'report.html'})")
+
+
+SERIES_WHAT = {"goodput": ("goodput_bps", "goodput (Mb/s)", 1e-6), "throughput": ("throughput_bps", "throughput (Mb/s)", 1e-6),
+               "cwnd": ("cwnd_bytes", "congestion window (KB)", 1 / 1024), "rtt": ("srtt_s", "smoothed RTT (ms)", 1e3),
+               "queue": ("queue_packets", "queue (packets)", 1)}
+
+
+@app.command()
+def plot(
+    directory: Path = typer.Argument(..., help="A results directory whose runs have time series (measure.interval)."),
+    what: str = typer.Option("goodput", help=f"What to plot over time: {', '.join(SERIES_WHAT)}."),
+    flow: list[str] = typer.Option([], help="Only this flow (repeatable; its subflows or legs too). Default: every flow."),
+    link: list[str] = typer.Option([], metavar="FROM->TO", help="For --what queue: only this link direction (repeatable)."),
+    run_id: Optional[str] = typer.Option(None, "--run", help="Which run (its run_id; default: the first)."),
+    out: Optional[Path] = typer.Option(None, help="The PNG to write (default: DIRECTORY/plots/<what>-<run>.png)."),
+) -> None:
+    """Plot one run's time series (goodput, throughput, cwnd, RTT per flow and subflow, or queue lengths)."""
+    from .report import _over_time
+    from .results import load
+
+    if what not in SERIES_WHAT:
+        fail(ScenarioError(f"--what: {what!r} is not one of {', '.join(SERIES_WHAT)}"))
+    column, ylabel, scale = SERIES_WHAT[what]
+    with errors_reported():
+        r = load(directory)
+        table = r.link_series if what == "queue" else r.series
+        if table.empty or column not in table:
+            raise ExperimentError(f"{directory} has no time series of {what}; run the scenario with "
+                                  "--set measure.interval=100ms (or [measure] interval)")
+        runs = list(dict.fromkeys(table["run_id"]))
+        chosen = run_id or runs[0]
+        if chosen not in runs:
+            raise ExperimentError(f"--run: {chosen!r} is not a run of {directory}; its runs: {', '.join(runs[:10])}"
+                                  + (" …" if len(runs) > 10 else ""))
+        rows = table[table["run_id"] == chosen]
+        key = "link" if what == "queue" else "flow"
+        wanted = link if what == "queue" else flow
+        have = list(dict.fromkeys(rows[key]))
+        unknown = [w for w in wanted if w not in have]
+        if unknown:
+            raise ExperimentError(f"--{key}: no {key} {', '.join(map(repr, unknown))} in run {chosen}; "
+                                  f"its {key}s: {', '.join(have[:20])}")
+        lines = []
+        for name in wanted or have:
+            mine = rows[rows[key] == name]
+            parts = [(name, mine[mine["subflow"].isna()])] if "subflow" in mine else [(name, mine)]
+            if "subflow" in mine:
+                parts += [(f"{name} └ {sub}", g) for sub, g in mine[mine["subflow"].notna()].groupby("subflow", sort=False)]
+            lines += [(label, g["time_s"], g[column].astype(float) * scale) for label, g in parts if g[column].notna().any()]
+        if not lines:
+            raise ExperimentError(f"run {chosen} has no {what} samples for {', '.join(wanted or have)}")
+        seed = rows["seed"].iloc[0] if "seed" in rows else None
+        target = out or directory / "plots" / f"{what}-{chosen}.png"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        made = _over_time(lines, ylabel, f"{ylabel} over time (run {chosen}, seed {seed})", 1, target.parent,
+                          target.stem)
+    out_console.print(f"plot written to {made[0]}" + (f" and {made[1]}" if len(made) > 1 else ""))
 
 
 def _interval(c: dict[str, float]) -> str:
@@ -394,7 +491,7 @@ def paper(
     explain: bool = typer.Option(False, help="001: instead of the sweeps, each finding's point with MPTCP's mechanisms switched one at a time (and, with --backend emu/both, the kernel beside)."),
     background: Optional[str] = typer.Option(None, help="002: mean rate of on-off UDP cross traffic on the WAN, e.g. 10Mbps (default: none; the real WAN's load is unknown)."),
 ) -> None:
-    """Reproduce a seed paper's tables and print them beside the paper's numbers."""
+    """Reproduce one of the four source papers (000–003) and print its tables beside the paper's numbers."""
     from .papers import PAPERS
 
     number = number.zfill(3)
@@ -606,26 +703,35 @@ def _paper_tables(module, number, *, reps, quick, out, seed, workers, quiet, tcp
     md = [f"# paper {number}: netbraid beside the paper", "",
           f"{reps} replications × {measure_s:g} s per configuration, seeds {seed}…{seed + reps - 1}, {wall:.1f} s wall.", ""]
     for table_no, title, configs, metrics in module.TABLES:
-        t = Table(title=f"Table {table_no} — {title}")
-        t.add_column("config", justify="left")
         header = ["config"]
         for m in metrics:
             name = module.COLUMN_NAMES[m]
-            t.add_column(f"{name}\nnetbraid mean [95 % CI]", justify="right")
-            t.add_column(f"{name}\npaper [95 % CI]", justify="right")
-            t.add_column("diff", justify="right")
             header += [f"{name} netbraid", f"{name} paper", "diff"]
         md += [f"## Table {table_no}: {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        cells_of = {}
         for label, _ in configs:
             cells = [label]
             for m in metrics:
                 r = next(x for x in rows if x["config"] == label and x["metric"] == m)
-                c = results[label][m]
-                cells += [_interval(c), f"[{r['paper_low']:g}, {r['paper_high']:g}]", f"{100 * r['relative_difference']:+.1f} %"]
-            t.add_row(*cells)
+                cells += [_interval(results[label][m]), f"[{r['paper_low']:g}, {r['paper_high']:g}]",
+                          f"{100 * r['relative_difference']:+.1f} %"]
+            cells_of[label] = cells
             md.append("| " + " | ".join(cells) + " |")
         md.append("")
-        out_console.print(t)
+        # on screen, two metrics per table: 100 columns or a little more, never cells wrapped in three
+        parts = [metrics[k:k + 2] for k in range(0, len(metrics), 2)]
+        for p, part in enumerate(parts):
+            t = Table(title=f"Table {table_no} — {title}" + (f" ({p + 1}/{len(parts)})" if len(parts) > 1 else ""))
+            t.add_column("config", justify="left")
+            for m in part:
+                name = module.COLUMN_NAMES[m]
+                t.add_column(f"{name}\nnetbraid, 95 % CI", justify="right")
+                t.add_column(f"{name}\npaper, 95 % CI", justify="right")
+                t.add_column("diff", justify="right")
+            for label, _ in configs:
+                cells = cells_of[label]
+                t.add_row(label, *[c for m in part for c in cells[1 + 3 * metrics.index(m): 4 + 3 * metrics.index(m)]])
+            out_console.print(t)
     (out / "tables.md").write_text("\n".join(md))
     with (out / "comparison.csv").open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -657,7 +763,7 @@ def controllers(json_out: bool = typer.Option(False, "--json", help="Print the l
 @app.command("resolve")
 def resolve_command(
     scenario: Path = typer.Argument(..., help="Scenario file (TOML)."),
-    set_: list[str] = typer.Option([], "--set", help=SET_HELP),
+    set_: list[str] = typer.Option([], "--set", metavar="PATH=VALUE", help=SET_HELP),
     seed: Optional[int] = typer.Option(None),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write here instead of stdout."),
 ) -> None:
@@ -681,7 +787,7 @@ def resolve_command(
 @app.command()
 def validate(
     scenario: Path = typer.Argument(..., help="Scenario file (TOML)."),
-    set_: list[str] = typer.Option([], "--set", help=SET_HELP),
+    set_: list[str] = typer.Option([], "--set", metavar="PATH=VALUE", help=SET_HELP),
 ) -> None:
     """Check a scenario without running it."""
     from . import _sim
@@ -754,65 +860,119 @@ def print_links(named: list[tuple[str, list[str] | None, str | None, str | None]
         out_console.print(Text(f"  {name:<{width}}  {compact_links(links, src, dst)}"), highlight=False)
 
 
+def _unit(values: list[Any]) -> tuple[str, float]:
+    """One rate unit for a whole column, from its largest value."""
+    top = max((abs(v["mean"] if isinstance(v, dict) else v) for v in values
+               if v is not None and (v["mean"] if isinstance(v, dict) else v) == (v["mean"] if isinstance(v, dict) else v)),
+              default=0.0)
+    for unit, scale in (("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
+        if top >= scale * 0.9995:  # 999.8 kb/s shows as 1 Mb/s
+            return unit, 1 / scale
+    return "b/s", 1.0
+
+
+def _cell(v: Any, scale: float = 1.0, whole: bool = False) -> str:
+    """A number (one run) or a {mean, ci95_low, ci95_high, n} (replications)."""
+    if isinstance(v, dict):
+        return _pm(v, scale)
+    if v is None or v != v:
+        return "–"
+    return str(int(v)) if whole else f"{v * scale:.3g}"
+
+
+#: The flow tables' columns, in this order everywhere: (header, key, scale, whole numbers).
+FLOW_COLUMNS = [("loss %", "loss_rate", 100, False), ("retx", "retransmits", 1, True), ("RTOs", "timeouts", 1, True),
+                ("RTT ms", "rtt_mean_s", 1e3, False), ("cwnd KB", "cwnd_mean_bytes", 1 / 1024, False)]
+
+
+def print_flow_table(title: str, flows: list[dict[str, Any]]) -> None:
+    """The per-flow table of a run and of replications: the same columns in
+    the same order, one unit per column; each flow's subflows or legs
+    (`paths`) under it. A metric is a number or a mean with its interval."""
+    rows = [(f, None) for f in flows] + [(f, p) for f in flows for p in f["paths"]]
+    units = {k: _unit([(p or f).get(k) for f, p in rows]) for k in ("throughput_bps", "goodput_bps")}
+    shares = any(p is not None and p.get("share") is not None and not p.get("from") for _, p in rows)
+    t = Table(title=title)
+    # units on a second header line: the table stays within 100 columns
+    cols = [("flow", "left"), ("kind", "left"), ("path", "left"), (f"throughput\n{units['throughput_bps'][0]}", "right"),
+            (f"goodput\n{units['goodput_bps'][0]}", "right"), *([("share %", "right")] if shares else []),
+            *((h, "right") for h, *_ in FLOW_COLUMNS)]
+    for col, justify in cols:
+        t.add_column(col, justify=justify)
+
+    def cells(x: dict[str, Any], tcp: bool) -> list[str]:
+        return [_cell(x.get(k), scale, whole) if tcp or k in ("loss_rate",) else "–"
+                for _, k, scale, whole in FLOW_COLUMNS]
+
+    for f in flows:
+        tcp = f["kind"] != "udp"
+        t.add_row(f["name"], f["kind"], f"{f['src']} → {f['dst']}",
+                  _cell(f.get("throughput_bps"), units["throughput_bps"][1]),
+                  _cell(f.get("goodput_bps"), units["goodput_bps"][1]), *([""] if shares else []), *cells(f, tcp))
+        for p in f["paths"]:
+            where = f"{p['from']} → {p['to']}" if p.get("from") else (
+                f"{p['src_addr']} → {p['dst_addr']}" if p.get("src_addr") and p.get("dst_addr") else "")
+            t.add_row(f"  └ {p['name']}", "leg" if p.get("from") else "subflow", where,
+                      _cell(p.get("throughput_bps"), units["throughput_bps"][1]),
+                      _cell(p.get("goodput_bps"), units["goodput_bps"][1]),
+                      *([_cell(p.get("share"), 100)] if shares else []), *cells(p, True))
+    out_console.print(t)
+
+
+def print_busy_links(links: list[dict[str, Any]]) -> None:
+    """Link directions ≥ 50 % busy or dropping; a metric is a number or a
+    mean with its interval (replications)."""
+    mean = lambda v: (v["mean"] if isinstance(v, dict) else v) or 0  # noqa: E731
+    busy = [l for l in links if mean(l["queue_drops"]) or mean(l["loss_drops"]) or mean(l["utilisation"]) >= 0.5]
+    if not busy:
+        return
+    lt = Table(title="busy or lossy link directions")
+    for col in ("link", "named", "rate", "utilisation %", "queue drops", "loss drops"):
+        lt.add_column(col, justify="left" if col in ("link", "named") else "right")
+    for l in sorted(busy, key=lambda l: -mean(l["utilisation"]))[:12]:
+        lt.add_row(l["name"], l.get("link_name") or "", format_rate(l["rate_bps"]), _cell(l["utilisation"], 100),
+                   _cell(l["queue_drops"], whole=True), _cell(l["loss_drops"], whole=True))
+    out_console.print(lt)
+
+
+def fairness_text(per_kind: dict[str, Any]) -> str:
+    """Jain's index per kind of flow (a CBR stream does not compete for a
+    fair share): ", Jain fairness 0.998" with one kind, else ", Jain
+    fairness 0.97 over 2 tcp flows, 0.90 over 2 udp flows"; an index is a
+    number or a mean with its interval."""
+    if not per_kind:
+        return ""
+    show = lambda c: _cell(c) if isinstance(c, dict) else f"{c:.3f}"  # noqa: E731
+    if len(per_kind) == 1 and next(iter(per_kind.values()))["only_kind"]:
+        return f", Jain fairness {show(next(iter(per_kind.values()))['index'])}"
+    return ", Jain fairness " + ", ".join(f"{show(v['index'])} over {v['flows']} {k} flows" for k, v in per_kind.items())
+
+
+def jain_by_kind(flows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """{kind: {"index", "flows", "only_kind"}} for kinds with two or more flows."""
+    kinds: dict[str, list[float]] = {}
+    for f in flows:
+        kinds.setdefault(f["kind"], []).append(f["goodput_bps"] or 0.0)
+    return {k: {"index": jain_fairness(v), "flows": len(v), "only_kind": len(kinds) == 1}
+            for k, v in kinds.items() if len(v) > 1}
+
+
 def print_result(result: dict[str, Any]) -> None:
     window = result["measure_stop_s"] - result["measure_start_s"]
     on = " on real stacks (emu)" if result.get("backend") == "emu" else ""
-    t = Table(title=f"{escape(result['scenario'])}{on}: {window:g} s measured (seed {result['seed']})")
-    # a subflow's share of its flow's goodput, in its own column (only when a flow has subflows)
-    shares = any(sub.get("share") is not None and not sub.get("from")
-                 for f in result["flows"][:MAX_ROWS] for sub in paths_of(f))
-    for col, justify in [("flow", "left"), ("kind", "left"), ("path", "left"), ("throughput", "right"),
-                         ("goodput", "right"), *([("share %", "right")] if shares else []), ("loss %", "right"),
-                         ("retx", "right"), ("RTOs", "right"), ("RTT ms", "right"), ("cwnd KB", "right")]:
-        t.add_column(col, justify=justify)
-    for f in result["flows"][:MAX_ROWS]:
-        t.add_row(
-            f["name"], f["kind"], f"{f['src']} → {f['dst']}",
-            _rate(f.get("throughput_bps")), _rate(f.get("goodput_bps")), *([""] if shares else []),
-            _fmt(f.get("loss_rate"), 100), str(f.get("retransmits", "–")),
-            str(f["timeouts"]) if f["kind"] == "tcp" and f.get("timeouts") is not None else "–",
-            _fmt(f.get("rtt_mean_s"), 1e3), _fmt(f.get("cwnd_mean_bytes"), 1 / 1024),
-        )
-        for sub in paths_of(f):
-            addrs = f"{sub['src_addr']} → {sub['dst_addr']}" if sub.get("src_addr") and sub.get("dst_addr") else ""
-            if sub.get("from"):
-                addrs = f"{sub['from']} → {sub['to']}"
-            t.add_row(f"  └ {sub['name']}", "leg" if sub.get("from") else "subflow", addrs,
-                      _rate(sub.get("throughput_bps")), _rate(sub.get("goodput_bps")),
-                      *([_fmt(sub.get("share"), 100)] if shares else []),
-                      _fmt(sub.get("loss_rate"), 100),  # emu's MPTCP subflows have no loss count: "–"
-                      str(sub.get("retransmits", "–")), str(sub.get("timeouts", "–")),
-                      _fmt(sub.get("rtt_mean_s"), 1e3), _fmt(sub.get("cwnd_mean_bytes"), 1 / 1024))
-    out_console.print(t)
+    flows = result["flows"][:MAX_ROWS]
+    print_flow_table(f"{escape(result['scenario'])}{on}: {window:g} s measured (seed {result['seed']})",
+                     [{**f, "paths": paths_of(f)} for f in flows])
     if len(result["flows"]) > MAX_ROWS:
         out_console.print(f"… and {len(result['flows']) - MAX_ROWS} more flows (all of them: --json or --out)")
-    print_links([(f["name"], f.get("links"), f["src"], f["dst"]) for f in result["flows"][:MAX_ROWS]]
-                + [(s["name"], s.get("links"), f["src"], f["dst"])
-                   for f in result["flows"][:MAX_ROWS] for s in paths_of(f)])
-    busy = [l for l in result["links"] if l["queue_drops"] or l["loss_drops"] or (l["utilisation"] or 0) >= 0.5]
-    if busy:
-        lt = Table(title="busy or lossy link directions")
-        for col in ("link", "rate", "utilisation %", "queue drops", "loss drops"):
-            lt.add_column(col, justify="left" if col == "link" else "right")
-        for l in sorted(busy, key=lambda l: -(l["utilisation"] or 0))[:12]:
-            lt.add_row(l["name"], format_rate(l["rate_bps"]), _fmt(l["utilisation"], 100, 3),
-                       str(l["queue_drops"]), str(l["loss_drops"]))
-        out_console.print(lt)
-    for f in result["flows"][:MAX_ROWS]:
+    print_links([(f["name"], f.get("links"), f["src"], f["dst"]) for f in flows]
+                + [(s["name"], s.get("links"), f["src"], f["dst"]) for f in flows for s in paths_of(f)])
+    print_busy_links(result["links"])
+    for f in flows:
         if f.get("completion_time_s") is not None:
             out_console.print(f"{f['name']}: transfer completed at {f['completion_time_s']:.3f} s")
-    goodputs = [f["goodput_bps"] or 0.0 for f in result["flows"]]
-    line = f"aggregate goodput {format_rate(sum(goodputs))}"
-    # fairness among flows of one kind: a CBR stream is not competing for a fair share
-    kinds: dict[str, list[float]] = {}
-    for f in result["flows"]:
-        kinds.setdefault(f["kind"], []).append(f["goodput_bps"] or 0.0)
-    fair = {k: v for k, v in kinds.items() if len(v) > 1}
-    if len(fair) == 1 and len(kinds) == 1:
-        line += f", Jain fairness {jain_fairness(goodputs):.3f}"
-    elif fair:
-        line += ", Jain fairness " + ", ".join(f"{jain_fairness(v):.3f} over {len(v)} {k} flows"
-                                                for k, v in fair.items())
+    line = f"aggregate goodput {format_rate(sum(f['goodput_bps'] or 0.0 for f in result['flows']))}"
+    line += fairness_text(jain_by_kind(result["flows"]))
     if result.get("events") is None:
         rt = "real-time scheduling" if result.get("realtime") else "no real-time scheduling"
         line += f" · emu run in {result['wall_s']:.1f} s ({rt})"
@@ -825,44 +985,67 @@ def print_result(result: dict[str, Any]) -> None:
 @app.command("compare")
 def compare_command(
     scenario: Path = typer.Argument(..., help="Scenario file (TOML)."),
-    set_: list[str] = typer.Option([], "--set", help=SET_HELP),
-    seed: Optional[int] = typer.Option(None, help="Random seed (overrides the scenario's)."),
+    set_: list[str] = typer.Option([], "--set", metavar="PATH=VALUE", help=SET_HELP),
+    seed: Optional[int] = typer.Option(None, help="Random seed (overrides the scenario's); replication r uses seed + r."),
+    reps: int = typer.Option(1, "--reps", min=1, help="Runs on each backend; with 2 or more, 95 % intervals and a verdict per metric."),
     linux_defaults: bool = typer.Option(True, help="Give the simulator Linux's TCP defaults where the scenario sets none."),
-    json_out: bool = typer.Option(False, "--json", help="Print one JSON document instead of a table."),
+    out: Optional[Path] = typer.Option(None, help="Also keep both backends' runs: results directories OUT/sim and OUT/emu."),
+    overwrite: bool = typer.Option(False, help="Replace the results already in --out."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON document instead of tables."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
 ) -> None:
     """Run a scenario on sim and on emu (real stacks) and show them side by side."""
     from .compare import compare
 
-    with errors_reported():
+    with errors_reported(os_error=lambda e: ExperimentError(f"--out: cannot write to {out}: {e.strerror or e}")):
         s = load_scenario(scenario, set_)
-        doc = compare(s, seed=seed, linux_defaults=linux_defaults)
+        doc = compare(s, seed=seed, reps=reps, linux_defaults=linux_defaults, progress=not quiet and not json_out,
+                      out=out, overwrite=overwrite)
+    shown = {k: v for k, v in doc.items() if k not in ("sim", "emu")}
+    if out is not None:
+        (out / "compare.json").write_text(json.dumps(shown, indent=2) + "\n")
     if json_out:
-        sys.stdout.write(json.dumps({k: v for k, v in doc.items() if k not in ("sim", "emu")}
-                                    | {"sim": {k: v for k, v in doc["sim"].items() if k != "series"}, "emu": doc["emu"]},
-                                    indent=2) + "\n")
+        sys.stdout.write(json.dumps(shown, indent=2) + "\n")
         return
-    note = " (sim with Linux TCP defaults)" if linux_defaults else ""
-    t = Table(title=f"{escape(s.name)}: sim against emu, seed {doc['seed']}{note}")
-    for col in ("flow", "kind", "sim goodput", "emu goodput", "sim − emu", "sim loss %", "emu retx %", "sim RTT ms", "emu RTT ms"):
-        t.add_column(col, justify="left" if col in ("flow", "kind") else "right")
+    print_comparison(doc, s.name)
+    if out is not None:
+        out_console.print(f"results written to {out}/ (sim/, emu/, compare.json)")
+
+
+def print_comparison(doc: dict[str, Any], name: str) -> None:
+    reps = doc["reps"]
+    note = ", sim with Linux TCP defaults" if doc["linux_defaults_on_sim"] else ""
+    what = f"mean ± 95 % interval over {reps} runs each" if reps > 1 else "one run each (--reps 2 or more for intervals)"
+    seeds = f"seeds {doc['seeds'][0]}–{doc['seeds'][-1]}" if reps > 1 else f"seed {doc['seeds'][0]}"
+    t = Table(title=f"{escape(name)}: sim against emu, {what} ({seeds}{note})")
+    for col in ("flow", "metric", "sim", "emu", "sim − emu", "verdict"):
+        t.add_column(col, justify="left" if col in ("flow", "metric", "verdict") else "right")
+    last = None
     for r in doc["rows"]:
-        diff = "–" if r["goodput_rel_diff"] is None else f"{100 * r['goodput_rel_diff']:+.1f} %"
-        if r["subflow"] is None:
-            t.add_row(r["flow"], r["kind"], _rate(r["sim_goodput_bps"]), _rate(r["emu_goodput_bps"]), diff,
-                      _fmt(r["sim_loss_rate"], 100), _fmt(r["emu_loss_rate"], 100),
-                      _fmt(r["sim_rtt_mean_s"], 1e3), _fmt(r["emu_rtt_mean_s"], 1e3))
-        elif r["kind"] == "leg":
-            t.add_row(f"  └ {r['subflow']}", "leg", _rate(r["sim_goodput_bps"]), _rate(r["emu_goodput_bps"]), diff,
-                      _fmt(r["sim_loss_rate"], 100), _fmt(r["emu_loss_rate"], 100),
-                      _fmt(r["sim_rtt_mean_s"], 1e3), _fmt(r["emu_rtt_mean_s"], 1e3))
-        else:
-            sim_sub = _rate(r["sim_goodput_bps"])
-            share = f" ({100 * r['emu_share']:.1f} %)" if r.get("emu_share") is not None else ""
-            t.add_row(f"  └ {r['subflow']}", "subflow", sim_sub, _rate(r["emu_goodput_bps"]) + share, diff,
-                      "", "", "", "")
+        who = r["flow"] if r["subflow"] is None else f"  └ {r['subflow']}"
+        t.add_row(who if who != last else "", r["label"], _pm(r["sim"], r["scale"]), _pm(r["emu"], r["scale"]),
+                  "–" if r["rel_diff"] is None else f"{100 * r['rel_diff']:+.1f} %", _verdict(r["verdict"]))
+        last = who
     out_console.print(t)
-    out_console.print("sim − emu is the simulator's difference relative to the real stack. On emu, loss % is the "
-                      "sender's retransmission rate (docs/emu.md).")
+    if doc["links"]:
+        lt = Table(title="link directions, busy (≥ 1 %) or dropping on either side")
+        for col in ("link", "metric", "sim", "emu", "sim − emu", "verdict"):
+            lt.add_column(col, justify="left" if col in ("link", "metric", "verdict") else "right")
+        last = None
+        for r in doc["links"]:
+            lt.add_row(r["link"] if r["link"] != last else "", r["label"], _pm(r["sim"], r["scale"]),
+                       _pm(r["emu"], r["scale"]), "–" if r["rel_diff"] is None else f"{100 * r['rel_diff']:+.1f} %",
+                       _verdict(r["verdict"]))
+            last = r["link"]
+        out_console.print(lt)
+    out_console.print("sim − emu: the simulator's difference relative to the real stack; verdict: whether the 95 % "
+                      "interval of the difference holds 0. retx % is the sender's retransmissions / segments sent on "
+                      "both; network loss is the simulator's alone; links count over the measurement window on both "
+                      "(docs/emu.md).")
+
+
+def _verdict(v: str | None) -> str:
+    return {"consistent": "[green]consistent[/]", "differs": "[red]differs[/]"}.get(v or "", "–")
 
 
 emu_app = typer.Typer(help="The emu backend: check this machine, clean up after crashed runs.", no_args_is_help=True)

@@ -167,15 +167,11 @@ def make_plan(scenario: Scenario, grid: Iterable[Axis] = (), zipped: Iterable[Ax
 
 def execute_task(task: dict[str, Any]) -> dict[str, Any]:
     """Run one task (in a worker process or on a Dask worker)."""
-    from . import _sim
+    from .api import run_resolved
 
-    if task.get("backend") == "emu":
-        from .emu.backend import run as run_emu
-
-        return {"run_id": task["run_id"], "result": run_emu(task["resolved"])}
     try:
-        result = json.loads(_sim.run_json(json.dumps(task["resolved"])))
-    except ValueError as e:
+        result = run_resolved(task["resolved"], task.get("backend") or "sim")
+    except ScenarioError as e:
         raise ScenarioError(f"run {task['run_id']}: {e}") from None
     return {"run_id": task["run_id"], "result": result}
 
@@ -394,19 +390,19 @@ def execute(plan: Plan, out: Path | None = None, **options: Any) -> tuple[pd.Dat
 def execute_tables(plan: Plan, out: Path | None = None, *, resume: bool = False, workers: int | None = None,
                    dask: Any = None, progress: bool = False, command: list[str] | None = None,
                    on_run: Callable[[dict[str, Any]], None] | None = None, kind: str = "sweep",
-                   overwrite: bool = False) -> Tables:
+                   overwrite: bool = False, label: str = "runs") -> Tables:
     """Run every task of `plan` not already in `out`'s journal; return
     every table of all runs, old and new. `out` is locked for the whole
-    run: a second writer is refused."""
+    run: a second writer is refused. `label` names the progress bar."""
     if out is None:
-        return _execute(plan, None, None, workers, dask, progress, on_run)
+        return _execute(plan, None, None, workers, dask, progress, on_run, label)
     with DirectoryLock(out):
         journal = prepare_directory(out, plan, resume, command or sys.argv, kind, overwrite)
-        return _execute(plan, out, journal, workers, dask, progress, on_run)
+        return _execute(plan, out, journal, workers, dask, progress, on_run, label)
 
 
 def _execute(plan: Plan, out: Path | None, journal: Journal | None, workers: int | None, dask: Any, progress: bool,
-             on_run: Callable[[dict[str, Any]], None] | None) -> Tables:
+             on_run: Callable[[dict[str, Any]], None] | None, label: str = "runs") -> Tables:
     tasks = plan.tasks()
     done: dict[str, dict[str, Any]] = journal.read() if journal else {}
     by_id = {t["run_id"]: t for t in tasks}
@@ -423,9 +419,14 @@ def _execute(plan: Plan, out: Path | None, journal: Journal | None, workers: int
         footprint.check(plan.scenario, parallel)  # each point was checked alone when it was resolved
         results = _local_results(pending, parallel)
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.markup import escape
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
 
-    bar = Progress(TextColumn("[bold]runs"), BarColumn(), MofNCompleteColumn(),
+    # a run on real stacks takes its duration and more: the spinner and the
+    # clock say it is alive between two ticks of the bar
+    bar = Progress(*([SpinnerColumn()] if plan.backend == "emu" else []), TextColumn(f"[bold]{escape(label)}"),
+                   BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                    disable=not progress, transient=False)
     started = time.perf_counter()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 import math
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -13,7 +14,7 @@ import pandas as pd
 
 from .api import jain_fairness
 from .experiment import ExperimentError
-from .stats import interval_text, mean_ci, summarize
+from .stats import clip_to_range, interval_text, mean_ci, summarize
 from .units import parse_rate, parse_size, parse_time
 
 FLOW_METRICS = {  # column → (label, scale)
@@ -29,17 +30,28 @@ FLOW_METRICS = {  # column → (label, scale)
 
 
 def per_run(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
-    """One row per run: aggregate goodput, Jain's fairness index, mean loss."""
+    """One row per run over its flows (a subflow's bytes are its flow's):
+    aggregate goodput, mean loss, and Jain's fairness index per kind of flow
+    with two or more (`jain_tcp`, `jain_udp`, …): a CBR stream does not
+    compete for a fair share, so one index over all would mislead."""
     rows = []
-    for run_id, g in runs.groupby("run_id", sort=True):
+    flows = runs[runs["subflow"].isna()] if "subflow" in runs else runs
+    for run_id, g in flows.groupby("run_id", sort=True):
         goodputs = g["goodput_bps"].astype(float).tolist()
-        rows.append({
+        row = {
             "run_id": run_id, **{a: g[a].iloc[0] for a in axes},
             "aggregate_goodput_bps": sum(goodputs),
-            "jain": jain_fairness(goodputs),
             "mean_loss_rate": float(g["loss_rate"].mean()),
-        })
+        }
+        for kind, k in g.groupby("kind", sort=False):
+            if len(k) > 1:
+                row[f"jain_{kind}"] = jain_fairness(k["goodput_bps"].astype(float).tolist())
+        rows.append(row)
     return pd.DataFrame(rows)
+
+
+def jain_columns(pr: pd.DataFrame) -> list[str]:
+    return [c for c in pr.columns if c.startswith("jain_")]
 
 
 def identical_replications(runs: pd.DataFrame, axes: list[str]) -> bool:
@@ -72,7 +84,8 @@ def point_summary(runs: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
         rows.append({
             **{a: str(v) for a, v in zip(axes, key)},
             "aggregate goodput (Mb/s)": _fmt_ci(mean_ci(g["aggregate_goodput_bps"].tolist()), 1e-6),
-            "Jain fairness": _fmt_ci(mean_ci(g["jain"].tolist()), 1.0),
+            **{f"Jain ({c[5:]} flows)": _fmt_ci(clip_to_range(mean_ci(g[c].tolist()), c), 1.0)
+               for c in jain_columns(pr)},
             "mean loss (%)": _fmt_ci(mean_ci(g["mean_loss_rate"].tolist()), 100.0),
             "n": len(g),
         })
@@ -152,8 +165,10 @@ def _save(fig, out: Path, stem: str) -> list[Path]:
 
     fig.tight_layout()
     paths = [out / f"{stem}.png", out / f"{stem}.svg"]
+    # the title travels with the picture: the HTML report's caption
+    title = fig.axes[0].get_title() if fig.axes else stem
     for p in paths:
-        fig.savefig(p)
+        fig.savefig(p, metadata={"Title": title})
     plt.close(fig)
     return paths
 
@@ -183,18 +198,23 @@ def sweep_plots(runs: pd.DataFrame, axes: list[str], out: Path) -> list[Path]:
     _, unit = axis_numbers(runs[x_axis].tolist())
     xlabel = f"{x_axis} ({unit})" if unit else x_axis
     pr = per_run(runs, axes)
-    agg = summarize(pr, axes, ["aggregate_goodput_bps", "jain", "mean_loss_rate"])
-    for metric, ylabel, scale, stem in (
-        ("aggregate_goodput_bps", "aggregate goodput (Mb/s)", 1e-6, "aggregate_goodput"),
-        ("mean_loss_rate", "mean packet loss per flow (%)", 100.0, "loss"),
-        ("jain", "Jain's fairness index", 1.0, "fairness"),
+    jains = jain_columns(pr)
+    agg = summarize(pr, axes, ["aggregate_goodput_bps", *jains, "mean_loss_rate"])
+    for metrics, ylabel, scale, stem in (
+        (["aggregate_goodput_bps"], "aggregate goodput (Mb/s)", 1e-6, "aggregate_goodput"),
+        (["mean_loss_rate"], "mean packet loss per flow (%)", 100.0, "loss"),
+        (jains, "Jain's fairness index per kind of flow", 1.0, "fairness"),
     ):
+        if not metrics:
+            continue
         fig, ax = _figure()
-        _errorbar_lines(ax, agg, x_axis, others, metric, scale)
+        for metric in metrics:
+            prefix = f"{metric[5:]} flows" + (": " if others else "") if metric.startswith("jain_") else ""
+            _errorbar_lines(ax, agg, x_axis, others, metric, scale, label_prefix=prefix)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_title(f"{ylabel} against {x_axis}, mean and 95 % interval")
-        if others:
+        if others or len(metrics) > 1 or jains == metrics:
             _legend(ax)
         made += _save(fig, out, stem)
     flows = list(dict.fromkeys(runs["flow"]))
@@ -223,7 +243,8 @@ def cdf_plot(runs: pd.DataFrame, axes: list[str], out: Path) -> list[Path]:
         ax.step(x, y, where="post", label=label)
     ax.set_xlabel("goodput per flow and run (Mb/s)")
     ax.set_ylabel("fraction of flows × runs ≤ x")
-    ax.set_title("distribution of per-flow goodput")
+    ax.set_title(f"distribution of per-flow goodput over {runs['run_id'].nunique()} runs"
+                 + (f", per point of {', '.join(axes)}" if axes else ""))
     ax.set_ylim(0, 1.02)
     _legend(ax)
     return _save(fig, out, "goodput_cdf")
@@ -249,7 +270,7 @@ def _over_time(lines: Iterable[tuple[str, Any, Any]], ylabel: str, title: str, n
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.legend(fontsize="small", ncol=ncol, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    fig.set_size_inches(10.5, 4.6)
+    fig.set_size_inches(9, 4.4)  # shown at its size (990 px): the legend beside the axes, text legible
     return _save(fig, out, stem)
 
 
@@ -263,7 +284,7 @@ def series_plots(series: pd.DataFrame, runs: pd.DataFrame, axes: list[str], out:
         for column, ylabel, scale, stem in (("goodput_bps", "goodput (Mb/s)", 1e-6, "series_goodput"),
                                             ("cwnd_bytes", "congestion window (KB)", 1 / 1024, "series_cwnd")):
             lines = [(name, f["time_s"], f[column].astype(float) * scale)
-                     for name in flows for f in [s[s["flow"] == name]]]
+                     for name in flows for f in [s[s["flow"] == name]] if f[column].notna().any()]  # UDP: no cwnd
             made += _over_time(lines, ylabel, f"{ylabel} over time{label}", 2, out, f"{stem}_{i}")
     return made
 
@@ -309,6 +330,9 @@ def load_results(directory: Path) -> tuple[Any, pd.DataFrame, pd.DataFrame, pd.D
 def make_report(directory: Path) -> Path:
     results, runs, series, subflows = load_results(directory)
     axes = results.axes
+    manifest = dict(results.manifest)
+    if "fingerprint" not in manifest and (directory / "scenario.json").exists():  # a single run's directory
+        manifest["fingerprint"] = {"scenario": json.loads((directory / "scenario.json").read_text())}
     out = directory / "report"
     out.mkdir(exist_ok=True)
     flow_table = summarize(runs, axes + ["flow"], list(FLOW_METRICS))
@@ -345,7 +369,7 @@ def make_report(directory: Path) -> Path:
               + queue_plots(results.link_series, runs, axes, out))
     (out / "report.html").write_text(
         _html(directory, runs, axes, points, readable, [p for p in images if p.suffix == ".png"], sub_readable,
-              link_readable))
+              link_readable, manifest))
     return out
 
 
@@ -369,6 +393,9 @@ def link_table(links: pd.DataFrame, axes: list[str], out: Path) -> pd.DataFrame 
     if shown.empty:
         return None
     readable = shown[axes + ["link", "n"]].copy()
+    if "link_name" in links:  # the scenario's name for the link (what --set links.NAME takes)
+        named = links.drop_duplicates("link").set_index("link")["link_name"]
+        readable.insert(len(axes) + 1, "named", readable["link"].map(named).fillna(""))
     for m, (label, scale) in LINK_LABELS.items():
         readable[label] = [_fmt_ci({"mean": r[f"{m}_mean"], "ci95_low": r[f"{m}_ci95_low"],
                                     "ci95_high": r[f"{m}_ci95_high"], "n": r[f"{m}_n"]}, scale)
@@ -412,11 +439,46 @@ def _html_table(df: pd.DataFrame) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _caption(png: Path) -> str:
+    """The plot's title, which _save wrote into the PNG."""
+    from PIL import Image  # matplotlib's own dependency
+
+    with Image.open(png) as im:
+        return im.info.get("Title") or png.stem.replace("_", " ")
+
+
+def _provenance(manifest: dict[str, Any], runs: pd.DataFrame) -> str:
+    """What was run: the command, netbraid's version, when, the seeds, and the scenario as TOML."""
+    from shlex import join
+
+    from .schema import Scenario
+
+    seeds = sorted({int(x) for x in runs["seed"]})
+    seed_text = f"{seeds[0]}–{seeds[-1]}" if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)) \
+        else ", ".join(map(str, seeds))
+    rows = [("command", join(manifest["command"]) if isinstance(manifest.get("command"), list) else manifest.get("command")),
+            ("netbraid", manifest.get("netbraid_version")), ("written", manifest.get("created")),
+            ("seeds", f"{seed_text} ({manifest['seeds']})" if manifest.get("seeds") else seed_text)]
+    items = "".join(f"<tr><th>{k}</th><td><code>{html.escape(str(v))}</code></td></tr>" for k, v in rows if v)
+    scenario = (manifest.get("fingerprint") or {}).get("scenario")
+    toml = ""
+    if scenario:
+        try:
+            toml = Scenario.model_validate(scenario).to_toml()
+        except ValueError:
+            toml = ""
+    shown = (f"<details><summary>the scenario (TOML; <code>netbraid run</code> reads it)</summary>"
+             f"<pre>{html.escape(toml)}</pre></details>") if toml else ""
+    return f'<h2>What was run</h2><table class="about">{items}</table>{shown}'
+
+
 def _html(directory: Path, runs: pd.DataFrame, axes: list[str], points: pd.DataFrame, flows: pd.DataFrame,
-          images: list[Path], subflows: pd.DataFrame | None = None, links: pd.DataFrame | None = None) -> str:
+          images: list[Path], subflows: pd.DataFrame | None = None, links: pd.DataFrame | None = None,
+          manifest: dict[str, Any] | None = None) -> str:
+    manifest = manifest or {}
     figs = "".join(
-        f'<figure><img alt="{html.escape(p.stem)}" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}">'
-        f"<figcaption>{html.escape(p.stem.replace('_', ' '))}</figcaption></figure>"
+        f'<figure><img alt="{html.escape(_caption(p))}" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}">'
+        f"<figcaption>{html.escape(_caption(p))}</figcaption></figure>"
         for p in images
     )
     return f"""<!doctype html>
@@ -426,13 +488,16 @@ body {{ font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px;
 table {{ border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }}
 th, td {{ border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: right; }}
 th {{ background: #f3f3f3; }}
-figure {{ display: inline-block; margin: 0.5em; }} img {{ max-width: 520px; }}
-figcaption {{ text-align: center; font-size: 0.85em; color: #555; }}
+figure {{ display: inline-block; margin: 0.5em; vertical-align: top; }} img {{ max-width: 100%; }}
+figcaption {{ text-align: center; font-size: 0.9em; color: #444; }}
+table.about th, table.about td {{ text-align: left; }}
+pre {{ background: #f7f7f7; padding: 0.8em; overflow-x: auto; }}
 </style></head><body>
 <h1>netbraid report</h1>
 <p>{runs['run_id'].nunique()} runs from <code>{html.escape(str(directory))}</code>{'; swept: ' + html.escape(', '.join(axes)) if axes else ''}.
 Intervals are 95 % Student-t intervals over replications, clipped to what each quantity can be (≥ 0; ≤ 100 % for rates);
 each cell counts the runs that have its metric.</p>
+{_provenance(manifest, runs)}
 <h2>Per point</h2>{_html_table(points)}
 <h2>Per flow</h2>{_html_table(flows)}
 {'<h2>Per subflow (path)</h2>' + _html_table(subflows) if subflows is not None else ''}

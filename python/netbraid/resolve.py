@@ -217,6 +217,27 @@ def direction_names(node_names: list[str], links: list[dict[str, Any]]) -> list[
     return names
 
 
+def label_links(result: dict[str, Any], resolved: dict[str, Any]) -> dict[str, Any]:
+    """Give a run's rows the scenario's link names (the `name` of
+    ``[[links]]``, or "a-b" as written; what ``--set links.NAME…`` takes):
+    `link_name` on each link direction, and `link_names` — the links it used,
+    in order of first use — on each flow, subflow and leg that lists its
+    directions. Both backends' results pass through here."""
+    directions = direction_names([n["name"] for n in resolved["nodes"]], resolved["links"])
+    link_of = {d: resolved["links"][ch // 2].get("name") for ch, d in enumerate(directions)}
+
+    def used(dirs: list[str] | None) -> list[str] | None:
+        return None if dirs is None else list(dict.fromkeys(link_of[d] for d in dirs if d in link_of))
+
+    for row in result.get("links") or []:
+        row["link_name"] = link_of.get(row["name"])
+    for f in result.get("flows") or []:
+        f["link_names"] = used(f.get("links"))
+        for sub in (f.get("subflows") or []) + (f.get("legs") or []):
+            sub["link_names"] = used(sub.get("links"))
+    return result
+
+
 def explicit_tcp_fields(defaults: TcpOptions, flow: TcpOptions) -> list[str]:
     """TCP fields the user set (scenario [tcp] or the flow), not defaults."""
     return sorted(f for f in TCP_FIELDS if any(getattr(layer, f) not in (None, {}) for layer in (defaults, flow)))
@@ -351,7 +372,8 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
 
     # links
     first_named: dict[str | None, int] = {}
-    for i, name in enumerate(element_names([{"name": l.name, "a": l.a, "b": l.b} for l in s.links])):
+    link_names = element_names([{"name": l.name, "a": l.a, "b": l.b} for l in s.links])
+    for i, name in enumerate(link_names):
         if first_named.setdefault(name, i) != i:
             problems.append(f"links[{i}].name: '{name}' names links[{first_named[name]}] too; "
                             "link names must be unique (give this link another name)")
@@ -379,7 +401,7 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
             l = len(links)
             ifaces_of[a].append(2 * l)
             ifaces_of[b].append(2 * l + 1)
-            links.append({"a": a, "b": b, "ab": ab, "ba": ba})
+            links.append({"name": link_names[i], "a": a, "b": b, "ab": ab, "ba": ba})
     if problems:
         raise ScenarioError(problems)
 

@@ -50,6 +50,28 @@ class Results:
         flows = self.flows[self.flows["subflow"].isna()] if "subflow" in self.flows else self.flows
         return summarize(flows, self.axes + ["flow", "kind"], FLOW_METRICS)
 
+    def _repr_html_(self) -> str:
+        """A notebook's view: what was run, and the flows' and busy links'
+        means with their intervals (``summary()``)."""
+        import html
+
+        runs = self.flows["run_id"].nunique() if "run_id" in self.flows else 0
+        head = f"<strong>netbraid results</strong>: {runs} run(s)"
+        if self.axes:
+            head += ", swept: " + html.escape(", ".join(self.axes))
+        flows = self.summary("flows")
+        keep = [c for c in flows.columns if not c.endswith(("_ci95_low", "_ci95_high", "_n")) or c == "n"]
+        parts = [f"<div>{head}", "<p>flows (means; <code>summary()</code> has the intervals)</p>",
+                 flows[[c for c in keep if not flows[c].isna().all()]].to_html(index=False, max_rows=40)]
+        if len(self.links):
+            links = self.summary("links")
+            busy = links[(links["utilisation_mean"] >= 0.01) | (links["queue_drops_mean"] > 0)
+                         | (links["loss_drops_mean"] > 0)]
+            if len(busy):
+                lk = [c for c in busy.columns if c.endswith("_mean") or c in ("link", "n", *self.axes)]
+                parts += ["<p>link directions ≥ 1 % busy or dropping</p>", busy[lk].to_html(index=False, max_rows=40)]
+        return "".join(parts) + "</div>"
+
     def __repr__(self) -> str:
         runs = self.flows["run_id"].nunique() if "run_id" in self.flows else 0
         return (f"Results({runs} run(s), {len(self.flows)} flow rows, {len(self.links)} link rows, "

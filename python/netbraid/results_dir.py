@@ -20,13 +20,13 @@ from ._sim import __version__
 from .errors import DirectoryError
 from .tidy import FLOW_METRICS, LINK_METRICS, SERIES_COLUMNS, link_series_rows, links_text, paths_of, series_rows
 
-FLOW_COLUMNS = ["name", "kind", "src", "dst", *FLOW_METRICS, "links"]
+FLOW_COLUMNS = ["name", "kind", "src", "dst", "src_addr", "dst_addr", *FLOW_METRICS, "link_names", "links"]
 SUBFLOW_COLUMNS = [
     "flow", "name", "src_addr", "dst_addr", "throughput_bps", "goodput_bps", "loss_rate", "retransmits",
     "packets_sent", "packets_lost", "timeouts", "fast_retransmits", "rtt_mean_s", "srtt_s", "cwnd_mean_bytes",
-    "cwnd_bytes", "bytes_acked", "share", "from", "to", "relay_buffer_max_bytes", "links",
+    "cwnd_bytes", "bytes_acked", "share", "from", "to", "relay_buffer_max_bytes", "link_names", "links",
 ]
-LINK_COLUMNS = ["name", "from", "to", *LINK_METRICS]
+LINK_COLUMNS = ["name", "link_name", "from", "to", *LINK_METRICS]
 
 
 LOCK_FILE = ".netbraid.lock"
@@ -36,7 +36,7 @@ RUN_FILES = ["scenario.resolved.json", "scenario.json", "command.json", "result.
 #: What replications, sweeps and their reports write (experiment.py, report.py).
 EXPERIMENT_FILES = ["manifest.json", "manifest.tmp", "journal.jsonl", "series-parts", "runs.parquet", "runs.csv",
                     "series.parquet", "links.parquet", "links.csv", "link_series.parquet", "scenario.resolved.json",
-                    "report"]
+                    "report", "plots"]
 
 
 class DirectoryLock:
@@ -158,8 +158,9 @@ def write_run(out: Path, result: dict[str, Any], resolved: dict[str, Any], scena
     }, indent=2))
     series = result.get("series")
     (out / "result.json").write_text(json.dumps({k: v for k, v in result.items() if k != "series"}, indent=2))
-    _write_csv(out / "flows.csv", FLOW_COLUMNS, [{**f, "links": links_text(f.get("links"))} for f in result["flows"]])
-    subflows = [{**sub, "flow": f["name"], "links": links_text(sub.get("links"))}
+    as_text = lambda row: {k: links_text(row.get(k)) for k in ("links", "link_names")}  # noqa: E731
+    _write_csv(out / "flows.csv", FLOW_COLUMNS, [{**f, **as_text(f)} for f in result["flows"]])
+    subflows = [{**sub, "flow": f["name"], **as_text(sub)}
                 for f in result["flows"] for sub in paths_of(f)]
     if subflows:
         _write_csv(out / "subflows.csv", SUBFLOW_COLUMNS, subflows)

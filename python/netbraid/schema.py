@@ -22,13 +22,14 @@ from . import units
 
 # Stored as integers (bit/s, ns, bytes); dumped back with their unit, so a
 # dumped scenario validates again to the same values.
-Rate = Annotated[int, BeforeValidator(units.parse_rate), PlainSerializer(lambda v: f"{v}bps", return_type=str)]
-Time = Annotated[int, BeforeValidator(units.parse_time), PlainSerializer(lambda v: f"{v}ns", return_type=str)]
-Size = Annotated[int, BeforeValidator(units.parse_size), PlainSerializer(lambda v: f"{v}B", return_type=str)]
+# Written back as the text they parse from, in the largest exact unit ("40s", "10Mbps", "64KB").
+Rate = Annotated[int, BeforeValidator(units.parse_rate), PlainSerializer(units.exact_rate, return_type=str)]
+Time = Annotated[int, BeforeValidator(units.parse_time), PlainSerializer(units.exact_time, return_type=str)]
+Size = Annotated[int, BeforeValidator(units.parse_size), PlainSerializer(units.exact_size, return_type=str)]
 QueueLimit = Annotated[
     tuple[str, int],
     BeforeValidator(units.parse_queue),
-    PlainSerializer(lambda v: f"{v[1]}p" if v[0] == "packets" else f"{v[1]}B", return_type=str),
+    PlainSerializer(lambda v: f"{v[1]}p" if v[0] == "packets" else units.exact_size(v[1]), return_type=str),
 ]
 Probability = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 # Strict: true/"yes" are not numbers, 1.5 is not a count.
@@ -717,6 +718,56 @@ class Scenario(Strict):
         return (f"Scenario({self.name!r}: {count(self.hosts, 'host')}, {count(self.routers, 'router')}, "
                 f"{count(self.links, 'link')}, {count(self.flows, 'flow')}, duration {format_time(self.duration)}, "
                 f"seed {self.seed})")
+
+    def to_toml(self) -> str:
+        """The scenario as a scenario file: what `netbraid run FILE` and
+        ``nb.load_scenario`` read back to this same scenario (fields at their
+        defaults left out; times, rates and sizes in their largest exact unit)."""
+        import tomli_w
+
+        data = self.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True)
+        data = {"name": self.name, "duration": data.pop("duration", None) or self.model_dump(mode="json")["duration"],
+                **{k: v for k, v in data.items() if k != "name"}}
+        return f"# written by netbraid (Scenario.to_toml)\n{tomli_w.dumps(data)}"
+
+    def save(self, path: "str | Path") -> "Path":
+        """Write the scenario to `path` as TOML (see `to_toml`); returns the path."""
+        from pathlib import Path
+
+        target = Path(path)
+        target.write_text(self.to_toml())
+        return target
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the scenario's nodes, links and flows as tables."""
+        import html
+
+        from .units import format_rate, format_time
+
+        esc = lambda v: html.escape("" if v is None else str(v))  # noqa: E731
+
+        def table(head: list[str], rows: list[list[Any]]) -> str:
+            if not rows:
+                return ""
+            th = "".join(f"<th>{esc(h)}</th>" for h in head)
+            body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows)
+            return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+        from .overrides import element_names
+
+        names = element_names([{"name": l.name, "a": l.a, "b": l.b} for l in self.links])
+        nodes = [[h.name, "host", h.count or ""] for h in self.hosts] + \
+                [[r.name, "router", ""] for r in self.routers]
+        links = [[n, l.a, l.b, format_rate(l.rate), format_time(l.delay),
+                  f"{l.queue[1]} packets" if l.queue[0] == "packets" else f"{l.queue[1]} B",
+                  "" if l.loss.model == "none" else l.loss.model] for n, l in zip(names, self.links)]
+        flows = [[f.name, f.kind, f.src, f.dst, f.cc or "", format_rate(f.rate) if getattr(f, "rate", None) else ""]
+                 for f in self.flows]
+        return (f"<div><strong>Scenario {esc(self.name)}</strong>: duration {esc(format_time(self.duration))}, "
+                f"seed {self.seed}"
+                + table(["node", "role", "count"], nodes)
+                + table(["link", "a", "b", "rate", "delay", "queue", "loss"], links)
+                + table(["flow", "kind", "from", "to", "cc", "rate"], flows) + "</div>")
 
     def _append(self, field: str, model: type[BaseModel], data: dict[str, Any]) -> "Scenario":
         from .errors import from_validation_error

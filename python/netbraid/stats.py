@@ -41,7 +41,7 @@ def clip_to_range(c: dict[str, float], metric: str) -> dict[str, float]:
     """A Student-t interval clipped to what the quantity can be (≥ 0; ≤ 1
     for fractions): near a bound the symmetric interval would reach past it
     (a loss rate of 0, 0 and 1 % gives −0.6 % … 1.3 %)."""
-    high = 1.0 if metric in FRACTIONS else math.inf
+    high = 1.0 if metric in FRACTIONS or metric.startswith("jain") else math.inf
     return {**c, "ci95_low": min(max(c["ci95_low"], 0.0), high), "ci95_high": min(max(c["ci95_high"], 0.0), high)}
 
 
@@ -54,6 +54,17 @@ def _decimals(width: float) -> int:
 
 def _fixed(x: float, decimals: int) -> str:
     return f"{x:.{decimals}f}" if decimals > 0 else f"{round(x, decimals):.0f}"
+
+
+def _significant(x: float, digits: int) -> str:
+    """`x` to `digits` significant digits, without an exponent below 10^9:
+    24760, not 2.476e+04."""
+    if x == 0 or not math.isfinite(x) or abs(x) >= 1e9 or abs(x) < 1e-4:
+        return f"{x:.{digits}g}"
+    place = digits - 1 - math.floor(math.log10(abs(x)))
+    if place <= 0:
+        return f"{round(x, place):.0f}"
+    return f"{x:.{place}f}".rstrip("0").rstrip(".")  # as %g does: 122, not 122.0
 
 
 def interval_text(c: dict[str, float], scale: float = 1.0, digits: int = 4) -> str:
@@ -69,7 +80,7 @@ def interval_text(c: dict[str, float], scale: float = 1.0, digits: int = 4) -> s
         return f"{_fixed(mean, d)} ({_fixed(low, d)}–{_fixed(high, d)})"
     half = high - mean
     if abs(half) <= noise:
-        return f"{mean:.{digits}g} ± 0"  # rounding noise of identical values
+        return f"{_significant(mean, digits)} ± 0"  # rounding noise of identical values
     d = _decimals(half)
     return f"{_fixed(mean, d)} ± {_fixed(half, d)}"
 

@@ -30,17 +30,18 @@ def flow_rows(result: dict[str, Any], context: dict[str, Any]) -> list[dict[str,
     rows = []
     for f in result["flows"]:
         row = dict(context)
-        row.update({"flow": f["name"], "kind": f["kind"], "src": f["src"], "dst": f["dst"], "subflow": None})
+        row.update({"flow": f["name"], "kind": f["kind"], "src": f["src"], "dst": f["dst"], "subflow": None,
+                    "src_addr": f.get("src_addr"), "dst_addr": f.get("dst_addr")})
         row.update({m: f.get(m) for m in FLOW_METRICS})
-        row.update({"links": links_text(f.get("links")), "events": result["events"], "wall_s": result["wall_s"],
-                    "linkemu_cpu_s": result.get("linkemu_cpu_s")})
+        row.update({"link_names": links_text(f.get("link_names")), "links": links_text(f.get("links")),
+                    "events": result["events"], "wall_s": result["wall_s"], "linkemu_cpu_s": result.get("linkemu_cpu_s")})
         rows.append(row)
         for sub in paths_of(f):
-            srow = {**row, "subflow": sub["name"], "links": None, **{m: None for m in FLOW_METRICS}}
+            srow = {**row, "subflow": sub["name"], "links": None, "link_names": None, **{m: None for m in FLOW_METRICS}}
             for k, v in sub.items():
                 if k == "name":
                     continue
-                if k == "links":
+                if k in ("links", "link_names"):
                     v = links_text(v)
                 elif isinstance(v, (dict, list)):
                     continue
@@ -88,7 +89,8 @@ LINK_METRICS = ["rate_bps", "delay_s", "tx_packets", "tx_bytes", "queue_drops", 
 
 def link_rows(result: dict[str, Any], context: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per link direction of one run; `context` leads each row."""
-    return [{**context, "link": l["name"], "from": l["from"], "to": l["to"], **{m: l.get(m) for m in LINK_METRICS}}
+    return [{**context, "link": l["name"], "link_name": l.get("link_name"), "from": l["from"], "to": l["to"],
+             **{m: l.get(m) for m in LINK_METRICS}}
             for l in result["links"]]
 
 

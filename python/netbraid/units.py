@@ -154,3 +154,24 @@ def format_time(ns: int) -> str:
         if abs(ns) >= scale:
             return f"{ns / scale:g} {unit}"
     return f"{ns} ns"
+
+
+def _exact(value: int, units: list[tuple[str, int]]) -> str:
+    """`value` in the largest unit that holds it exactly, so that parsing
+    the text gives `value` back: 40_000_000_000 ns → "40s", 1500 ms → "1500ms"."""
+    for unit, factor in units:
+        if value and value % factor == 0:
+            return f"{value // factor}{unit}"
+    return f"{value}{units[-1][0]}"
+
+
+def exact_time(ns: int) -> str:
+    return _exact(ns, [("s", 10**9), ("ms", 10**6), ("us", 10**3), ("ns", 1)])
+
+
+def exact_rate(bps: int) -> str:
+    return _exact(bps, [("Tbps", 10**12), ("Gbps", 10**9), ("Mbps", 10**6), ("kbps", 10**3), ("bps", 1)])
+
+
+def exact_size(n: int) -> str:
+    return _exact(n, [("GB", 1024**3), ("MB", 1024**2), ("KB", 1024), ("B", 1)])

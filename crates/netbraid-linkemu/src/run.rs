@@ -40,6 +40,10 @@ struct DirectionStats {
     write_errors: u64,
     late_packets: u64,
     max_late_ns: u64,
+    /// Of `forwarded_*`, what was still queued or being serialised when
+    /// the counters were read.
+    unsent_packets: u64,
+    unsent_bytes: u64,
 }
 
 #[derive(Serialize)]
@@ -54,6 +58,10 @@ pub struct Stats {
     /// Whether SCHED_FIFO and 1 ns timer slack were granted.
     realtime: bool,
     timer_slack: bool,
+    /// When the counters were read (ns since the Unix epoch), so a reader
+    /// that asked for a snapshot (SIGUSR1) knows it has the new one and at
+    /// what instant the counters held.
+    taken_ns: u64,
 }
 
 pub struct Emulator {
@@ -237,11 +245,21 @@ impl Emulator {
     }
 
     pub fn stats(&self) -> Stats {
-        let read = |d: &Direction| DirectionStats {
-            counters: d.shaper.lock().unwrap().counters,
-            write_errors: d.write_errors.load(Ordering::Relaxed),
-            late_packets: d.late_packets.load(Ordering::Relaxed),
-            max_late_ns: d.max_late_ns.load(Ordering::Relaxed),
+        // every direction is read as of one instant: packets queued after it
+        // depart after it, so they count as unsent
+        let now = rt::now_ns();
+        let taken_ns = rt::realtime_ns();
+        let read = |d: &Direction| {
+            let shaper = d.shaper.lock().unwrap();
+            let (unsent_packets, unsent_bytes) = shaper.unsent(now);
+            DirectionStats {
+                counters: shaper.counters,
+                write_errors: d.write_errors.load(Ordering::Relaxed),
+                late_packets: d.late_packets.load(Ordering::Relaxed),
+                max_late_ns: d.max_late_ns.load(Ordering::Relaxed),
+                unsent_packets,
+                unsent_bytes,
+            }
         };
         Stats {
             links: self
@@ -259,6 +277,7 @@ impl Emulator {
                 .collect(),
             realtime: self.realtime,
             timer_slack: self.timer_slack,
+            taken_ns,
         }
     }
 

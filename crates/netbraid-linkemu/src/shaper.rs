@@ -52,7 +52,8 @@ pub struct Shaper {
     jitter_rng: RandomStream,
     /// (departure time, size) of admitted packets not yet fully serialised;
     /// the front one is on the serialiser, the rest are waiting.
-    backlog: VecDeque<(u64, u32)>,
+    /// (departure, size, lost) of every packet on or waiting for the serialiser.
+    backlog: VecDeque<(u64, u32, bool)>,
     backlog_bytes: u64,
     last_departure: u64,
     last_delivery: u64,
@@ -88,7 +89,7 @@ impl Shaper {
 
     /// Packets waiting behind the one being serialised at time `now`.
     fn retire(&mut self, now: u64) {
-        while let Some(&(dep, size)) = self.backlog.front() {
+        while let Some(&(dep, size, _)) = self.backlog.front() {
             if dep > now {
                 break;
             }
@@ -101,7 +102,7 @@ impl Shaper {
     /// simulator, the limit counts packets waiting, not the one on the
     /// serialiser; an idle serialiser always takes the packet.
     fn admits(&self, size: u32) -> bool {
-        let Some(&(_, in_service)) = self.backlog.front() else {
+        let Some(&(_, in_service, _)) = self.backlog.front() else {
             return true;
         };
         let waiting = self.backlog.len() as u64 - 1;
@@ -110,6 +111,25 @@ impl Shaper {
             QueueLimit::Packets(n) => waiting < n as u64,
             QueueLimit::Bytes(b) => waiting_bytes + size as u64 <= b,
         }
+    }
+
+    /// Forwarded packets not yet fully serialised at `now`, and their bytes
+    /// not yet serialised (the one on the serialiser counted pro rata):
+    /// `forwarded_*` counts a packet when it is queued, so a reading at an
+    /// instant subtracts these to get what the link had sent by then, and
+    /// bytes sent between two readings never exceed rate × interval.
+    pub fn unsent(&self, now: u64) -> (u64, u64) {
+        let mut out = (0, 0);
+        for &(dep, size, lost) in &self.backlog {
+            if dep <= now || lost {
+                continue;
+            }
+            let ser = serialisation_time(size, self.rate_bps).max(1);
+            let left = (dep - now).min(ser);
+            out.0 += 1;
+            out.1 += (size as u128 * left as u128).div_ceil(ser as u128) as u64;
+        }
+        out
     }
 
     /// Offer a packet of `size` bytes arriving at `now` (ns). Arrival times
@@ -124,9 +144,10 @@ impl Shaper {
         }
         let departure = now.max(self.last_departure) + serialisation_time(size, self.rate_bps);
         self.last_departure = departure;
-        self.backlog.push_back((departure, size));
+        let lost = self.loss.lose_next();
+        self.backlog.push_back((departure, size, lost));
         self.backlog_bytes += size as u64;
-        if self.loss.lose_next() {
+        if lost {
             self.counters.loss_drops += 1;
             return Verdict::LossDrop;
         }
@@ -171,6 +192,24 @@ mod tests {
             })
             .collect();
         assert_eq!(times, vec![MS, 2 * MS, 3 * MS, 4 * MS]);
+    }
+
+    #[test]
+    fn unsent_is_what_the_serialiser_has_not_sent_yet() {
+        // Three 1500 B packets at 12 Mb/s (1 ms each) queued at 0: half way
+        // through the first, 750 B of it and both others are still to go;
+        // after 3 ms nothing is, and the sent bytes never outrun the rate.
+        let mut s = shaper(12_000_000, 5 * MS, QueueLimit::Packets(10), LossModel::None);
+        for _ in 0..3 {
+            s.offer(0, 1500);
+        }
+        assert_eq!(s.unsent(MS / 2), (3, 750 + 3000));
+        assert_eq!(s.unsent(2 * MS), (1, 1500));
+        assert_eq!(s.unsent(3 * MS), (0, 0));
+        for t in (0..=3 * MS).step_by(MS as usize / 7) {
+            let sent = s.counters.forwarded_bytes - s.unsent(t).1;
+            assert!(sent * 8 <= 12_000_000 * t / 1_000_000_000 + 1, "{sent} B by {t} ns");
+        }
     }
 
     #[test]

@@ -39,6 +39,10 @@ pub struct NodeSpec {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinkSpec {
+    /// The scenario's name for the link (`name`, or "a-b" as written), which
+    /// results carry beside each direction's "from->to"; not used to run.
+    #[serde(default)]
+    pub name: Option<String>,
     pub a: u32,
     pub b: u32,
     /// Direction a→b.

@@ -346,6 +346,7 @@ pub fn two_links(
         links: paths
             .into_iter()
             .map(|(rate, delay, loss)| LinkSpec {
+                name: None,
                 a: 0,
                 b: 1,
                 ab: dir(rate, delay, loss),

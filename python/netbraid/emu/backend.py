@@ -15,11 +15,11 @@ from typing import Any
 
 from ..errors import ScenarioError
 from ..lifetime import sigterm_as_interrupt
-from ..resolve import direction_names
+from ..resolve import direction_names, label_links
 from . import fidelity, platform
 from .netns import EmuError
 from .registry import RunRecord, cleanup_stale, delete_namespaces, new_run_id
-from .topology import Topology, forwarding_table, interfaces
+from .topology import Topology, forwarding_table, interfaces, route_channels
 from .traffic import IperfFlow, SctpFlow, UdpFlow, whole_seconds
 
 #: TCP settings the emu backend can honour (how is in docs/emu.md); any
@@ -93,6 +93,7 @@ def _plan(resolved: dict[str, Any], forwarding: list[dict[str, Any]]):
         s["dst_addr_iface"] = f["dst_iface"] if f["dst_iface"] is not None else ifaces_of[f["dst"]][0]
         s["bind_iface"] = f["src_iface"]
         src_iface = s["bind_iface"] if s["bind_iface"] is not None else leaving_iface(f["src"], s["dst_addr_iface"])
+        s["src_addr_iface"] = src_iface
         if s["bind_iface"] is not None:
             source_ifaces.add(s["bind_iface"])
         if f["kind"] in ("tcp", "mptcp"):
@@ -178,6 +179,7 @@ def run(resolved: dict[str, Any], *, keep_dir: Path | None = None) -> dict[str, 
             if keep_dir is None:
                 shutil.rmtree(workdir, ignore_errors=True)
     result = _result(resolved, results, link_stats, times, time.monotonic() - wall0, topo)
+    _label_paths(result, resolved, forwarding, specs, topo)
     late = fidelity.late_warnings(result["links"])
     fidelity.emit(late)
     result["warnings"] = too_fast + late
@@ -214,18 +216,33 @@ def _drive(resolved, specs, topo, workdir, flows):
             starts.append((start, stop, fl))
     starts.sort(key=lambda x: x[0])
     pending = list(starts)
+    # the links' counters at the window's edges, so that link results cover
+    # the measurement window, as the simulator's do
+    # (a window that opens with the traffic is read just before it, so
+    # that the first packets' drops are not missed by a late reading)
+    first_start = min([t for t, _, _ in starts] + [t0 + fl.spec["start_ns"] for fl in flows
+                                                    if isinstance(fl, (UdpFlow, SctpFlow))], default=window[0])
+    edges = [window[0] if window[0] > first_start else min(window[0], t0) - 100_000_000, window[1]]
+    snapshots: list[dict[str, Any] | None] = []
     while time.time_ns() < end or any(fl.client is not None and fl.client.poll() is None
                                       for _, _, fl in starts if fl.mptcp):
         now = time.time_ns()
         while pending and pending[0][0] <= now:
             start, stop, fl = pending.pop(0)
             fl.start_client(whole_seconds(stop - start))
+        while edges and edges[0] <= now:
+            edges.pop(0)
+            snapshots.append(topo.emulator.snapshot())
         for _, _, fl in starts:
             if fl.client is not None and fl.client.poll() is None:
                 fl.sample_kernel()
         if now > end + 60_000_000_000:
             break
-        time.sleep(0.1 if not pending else max(0.0, min(0.1, (pending[0][0] - time.time_ns()) / 1e9)))
+        wake = min([t for t in (pending[0][0] if pending else None, edges[0] if edges else None) if t is not None],
+                   default=now + 100_000_000)
+        time.sleep(max(0.0, min(0.1, (wake - time.time_ns()) / 1e9)))
+    if edges and edges[-1] <= time.time_ns():  # the window closes with the run
+        snapshots += [topo.emulator.snapshot() for _ in edges]
     results = []
     for fl in flows:
         if isinstance(fl, IperfFlow):
@@ -233,33 +250,52 @@ def _drive(resolved, specs, topo, workdir, flows):
             results.append(fl.result(doc, window))
         else:
             results.append(fl.finish(timeout=30.0, window=window))
-    return results, (t0, window)
+    return results, (t0, window, snapshots if len(snapshots) == 2 and all(snapshots) else None)
 
 
 def _result(resolved, flows, link_stats, times, wall, topo) -> dict[str, Any]:
-    t0, window = times
+    t0, window, edges = times
     names = [n["name"] for n in resolved["nodes"]]
-    span = (window[1] - window[0]) / 1e9
     links = []
-    per_link = link_stats.get("links", {})
     duration_s = resolved["duration_ns"] / 1e9
-    # The emulator counts every byte of its life; traffic starts at t0 and
-    # can outlast the duration (iperf3 runs whole seconds; MPTCP is waited
-    # for), so utilisation is over t0 … the emulator's stop, never above 1.
-    active_s = max(duration_s, (link_stats.get("stopped_ns", 0) - t0) / 1e9)
+    if edges:
+        # counters read at the window's edges: the simulator's definition
+        first, last = edges
+        span_s = (last["taken_ns"] - first["taken_ns"]) / 1e9
+    else:
+        # the window's edges were not read (a run that ended early): the
+        # emulator's whole life, traffic from t0 to its stop (iperf3 runs
+        # whole seconds; MPTCP is waited for), so utilisation stays ≤ 1
+        first, last = {}, link_stats
+        span_s = max(duration_s, (link_stats.get("stopped_ns", 0) - t0) / 1e9)
+
+    def counted(l: int, d: str, key: str) -> int | None:
+        def at(reading: dict[str, Any]) -> int | None:
+            c = reading.get("links", {}).get(f"l{l}", {}).get(d, {})
+            if key not in c:
+                return None
+            # linkemu counts a packet forwarded when it queues it; what was
+            # still queued at the reading is sent after it
+            unsent = c.get(key.replace("forwarded", "unsent"), 0) if key.startswith("forwarded") else 0
+            return c[key] - unsent
+        end, begin = at(last), at(first) if first else 0
+        return None if end is None else end - (begin or 0)
+
     direction = iter(direction_names(names, resolved["links"]))
     for l, link in enumerate(resolved["links"]):
-        st = per_link.get(f"l{l}", {})
         for d, a, b in (("ab", link["a"], link["b"]), ("ba", link["b"], link["a"])):
-            c = st.get(d, {})
-            rate = link[d]["rate_bps"]
+            whole = link_stats.get("links", {}).get(f"l{l}", {}).get(d, {})
+            rate, sent = link[d]["rate_bps"], counted(l, d, "forwarded_bytes")
             links.append({
                 "name": next(direction), "from": names[a], "to": names[b], "rate_bps": rate,
-                "delay_s": link[d]["delay_ns"] / 1e9, "tx_packets": c.get("forwarded_packets"),
-                "tx_bytes": c.get("forwarded_bytes"), "queue_drops": c.get("queue_drops"),
-                "loss_drops": c.get("loss_drops"), "late_packets": c.get("late_packets"),
-                "max_late_s": c["max_late_ns"] / 1e9 if c.get("max_late_ns") is not None else None,
-                "utilisation": c.get("forwarded_bytes", 0) * 8 / (rate * active_s) if rate else None,
+                "delay_s": link[d]["delay_ns"] / 1e9, "tx_packets": counted(l, d, "forwarded_packets"),
+                "tx_bytes": sent, "queue_drops": counted(l, d, "queue_drops"),
+                "loss_drops": counted(l, d, "loss_drops"),
+                # lateness over the whole run: a fidelity check, not a metric
+                "late_packets": whole.get("late_packets"),
+                "max_late_s": whole["max_late_ns"] / 1e9 if whole.get("max_late_ns") is not None else None,
+                "utilisation": _utilisation(sent, rate, span_s),
+                "counted_over": "window" if edges else "run",
             })
     for f in flows:
         for sub in f.get("subflows", []):
@@ -278,6 +314,36 @@ def _result(resolved, flows, link_stats, times, wall, topo) -> dict[str, Any]:
         "flows": flows,
         "links": links,
     }
+
+
+def _utilisation(sent_bytes: int | None, rate_bps: int, span_s: float) -> float | None:
+    if not rate_bps or span_s <= 0:
+        return None
+    u = (sent_bytes or 0) * 8 / (rate_bps * span_s)
+    return 1.0 if 1.0 < u < 1.0 + 1e-6 else u  # whole bytes over whole ns: a rounding, not an excess
+
+
+def _label_paths(result, resolved, forwarding, specs, topo) -> None:
+    """What the simulator says of each flow, from the routes emu installed:
+    its addresses and the link directions its data and ACKs cross (`links`;
+    None through an ECMP router, whose hash the kernel keeps). A relayed
+    flow's connection is its first leg's source to the destination."""
+    names = direction_names([n["name"] for n in resolved["nodes"]], resolved["links"])
+
+    def used(src_iface: int | None, dst_iface: int | None, acked: bool = True) -> list[str] | None:
+        if src_iface is None or dst_iface is None:
+            return None
+        there = route_channels(resolved, forwarding, topo.iface_node[src_iface], dst_iface)
+        back = route_channels(resolved, forwarding, topo.iface_node[dst_iface], src_iface) if acked else []
+        return None if there is None or back is None else [names[c] for c in sorted(set(there + back))]
+
+    for row, s in zip(result["flows"], specs):
+        row["src_addr"], row["dst_addr"] = topo.addr(s["src_addr_iface"]), topo.addr(s["dst_addr_iface"])
+        # a datagram flow has no return traffic
+        row["links"] = used(s["src_addr_iface"], s["dst_addr_iface"], acked=row["kind"] != "udp") if not s.get("relay") else None
+        for sub in row.get("subflows") or []:
+            sub["links"] = used(_iface_of(topo, sub.get("src_addr")), _iface_of(topo, sub.get("dst_addr")))
+    label_links(result, resolved)
 
 
 def _iface_of(topo, addr: str) -> int | None:

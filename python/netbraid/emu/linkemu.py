@@ -68,6 +68,21 @@ class LinkEmulator:
         except (OSError, ValueError):
             return {}
 
+    def snapshot(self, timeout: float = 1.0) -> dict[str, Any] | None:
+        """The counters now: the emulator writes them on SIGUSR1, stamped
+        with when it read them (`taken_ns`); None if no fresh copy came."""
+        if self.proc is None or self.proc.poll() is not None:
+            return None
+        asked = time.time_ns()
+        self.proc.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            stats = self._read_stats()
+            if stats.get("taken_ns", 0) >= asked:
+                return stats
+            time.sleep(0.002)
+        return None
+
     def cpu_seconds(self) -> float | None:
         """CPU time (user + system, all threads) the emulator has used."""
         try:

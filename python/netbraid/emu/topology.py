@@ -2,7 +2,8 @@
 
 - Every node is a namespace ``<run id>-<node index>``; routers forward,
   hosts do not (as in the simulator).
-- Link ``l`` is the subnet 10.(l>>8).(l&255).0/24: its ``a`` side is .1 on
+- Link ``l`` is the subnet 10.x.y.0/24, x.y = l + 1 (the simulator's
+  addresses, so traces of both backends agree): its ``a`` side is .1 on
   device ``<run id>l<l>a``, its ``b`` side .2 on ``<run id>l<l>b``. Both
   devices are TUNs of one netbraid-linkemu process, which applies the
   link's rate, delay, queue and loss per direction.
@@ -39,8 +40,32 @@ def interfaces(resolved: dict[str, Any]) -> tuple[list[int], dict[int, list[int]
     return iface_node, ifaces_of
 
 
+def route_channels(resolved: dict[str, Any], forwarding: list[dict[str, Any]], node: int, dst_iface: int) -> list[int] | None:
+    """The link directions (channel 2l: a→b, 2l+1: b→a) a packet from `node`
+    to interface `dst_iface` crosses under `forwarding`; None where a router
+    has several equal-cost next hops (the kernel's hash picks one)."""
+    out = {(r["node"], r["dst_iface"]): r["channels"] for r in forwarding}
+    links, target = resolved["links"], resolved["links"][dst_iface // 2]
+    target_node = target["a"] if dst_iface % 2 == 0 else target["b"]
+    channels: list[int] = []
+    while node != target_node and len(channels) <= len(links) * 2:
+        if node in (target["a"], target["b"]):
+            hop = [2 * (dst_iface // 2) + (0 if node == target["a"] else 1)]  # on the destination's own link
+        else:
+            hop = out.get((node, dst_iface), [])
+        if len(hop) != 1:
+            return None
+        channels.append(hop[0])
+        link = links[hop[0] // 2]
+        node = link["b"] if hop[0] % 2 == 0 else link["a"]
+    return channels if node == target_node else None
+
+
 def iface_address(iface: int) -> str:
-    link = iface // 2
+    """The simulator's address for the same interface (its pcap and
+    results): link l is 10.x.y.0/24 with x.y = l + 1 in base 256, side a .1,
+    side b .2 — so a sim trace and an emu capture of one scenario agree."""
+    link = iface // 2 + 1
     return f"10.{link >> 8}.{link & 255}.{1 + iface % 2}"
 
 

@@ -142,7 +142,7 @@ def _goodput(s: Scenario, reps: int, seed: int, workers, out: Path | None, name:
              backend: str = "sim") -> dict[str, float]:
     plan = make_plan(s, reps=reps, seed=seed, backend=backend)
     where = None if out is None else out / name
-    runs, _ = execute(plan, where, workers=workers, progress=progress,
+    runs, _ = execute(plan, where, workers=workers, progress=progress, label=name,
                       resume=where is not None and (where / "manifest.json").exists(), kind="paper")
     runs = runs[runs["subflow"].isna()] if "subflow" in runs else runs
     res = mean_ci((runs["goodput_bps"] / 1e6).tolist())

@@ -144,7 +144,7 @@ def _sweeps(axes, backend, scale, reps, duration, seed, workers, out, progress) 
             plan = make_plan(base, grid=[Axis("flows.iperf.window", tuple(windows)), Axis(path, tuple(values))],
                              reps=reps, seed=seed, backend=backend)
             where = None if out is None else out / f"{sweep}-{kind}"
-            runs, _ = execute(plan, where, workers=workers, progress=progress,
+            runs, _ = execute(plan, where, workers=workers, progress=progress, label=f"{sweep} sweep, {kind}",
                               resume=where is not None and (where / "manifest.json").exists(), kind="paper")
             found[sweep][kind] = _summarise(runs, path, axes["window"], windows, axes[sweep], values)
     return found
@@ -248,7 +248,7 @@ def explain(*, quick: bool = False, reps: int | None = None, seed: int = 1, work
                 tag = f"{label}-{point}-{name}".replace(" ", "").replace("×", "x").replace("%", "pc").replace(",", "")
                 where = None if out is None else out / "explain" / tag
                 runs, _ = execute(make_plan(s, reps=n, seed=seed, backend=be), where, workers=workers,
-                                  progress=progress, resume=where is not None and (where / "manifest.json").exists(), kind="paper")
+                                  progress=progress, label=f"{label} {point} {name} ({be})", resume=where is not None and (where / "manifest.json").exists(), kind="paper")
                 flows = runs[runs["subflow"].isna()] if "subflow" in runs else runs
                 total = mean_ci((flows["goodput_bps"] / 1e6).tolist())
                 clean = None

@@ -132,7 +132,7 @@ def _run(base: Scenario, grid: list[Axis], reps: int, seed: int, workers, out: P
          progress: bool, backend: str = "sim") -> pd.DataFrame:
     plan = make_plan(base, grid=grid, reps=reps, seed=seed, backend=backend)
     where = None if out is None else out / name
-    runs, _ = execute(plan, where, workers=workers, progress=progress,
+    runs, _ = execute(plan, where, workers=workers, progress=progress, label=name,
                       resume=where is not None and (where / "manifest.json").exists(), kind="paper")
     return runs[runs["subflow"].isna()] if "subflow" in runs else runs
 

@@ -161,7 +161,7 @@ def run(*, reps: int = 20, measure_s: float = 180.0, seed: int = 1, workers: int
     for label, rates in HOMOGENEOUS + HETEROGENEOUS:
         plan = make_plan(scenario(rates, measure_s=measure_s, tcp=tcp), reps=reps, seed=seed)
         where = None if out is None else out / label.replace(",", "-").replace("=", "")
-        runs, _ = execute(plan, where, workers=workers, progress=progress, resume=where is not None and (where / "manifest.json").exists(), kind="paper")
+        runs, _ = execute(plan, where, workers=workers, progress=progress, label=label, resume=where is not None and (where / "manifest.json").exists(), kind="paper")
         metrics = per_run(runs)
         results[label] = {m: mean_ci(metrics[m].tolist()) for m in PAPER[label]}
     return results

@@ -37,6 +37,11 @@ pub struct FlowResult {
     pub kind: &'static str,
     pub src: String,
     pub dst: String,
+    /// The interface addresses the connection joins (an MPTCP flow's initial
+    /// subflow; a relayed flow's source and destination, which the proxies
+    /// are transparent between).
+    pub src_addr: Option<String>,
+    pub dst_addr: Option<String>,
     /// Every data byte that reached the receiver, headers and retransmissions included.
     pub throughput_bps: f64,
     /// Application bytes the receiver read (new, in order).
@@ -299,13 +304,24 @@ impl Simulation {
                     }
                 })
                 .collect();
-            let (subflows, legs) = if relayed { (Vec::new(), paths) } else { (paths, Vec::new()) };
+            let (subflows, legs) = if relayed {
+                (Vec::new(), paths)
+            } else {
+                (paths, Vec::new())
+            };
+            let address = |k: usize, remote: bool| {
+                let ((tx, tx_path), _) = self.ends_of(i, k);
+                let path = self.endpoints[tx.idx()].paths.get(tx_path)?;
+                Some(format_addr(iface_addr(if remote { path.remote } else { path.local })))
+            };
             let log = report.congestion_log;
             flows.push(FlowResult {
                 name: f.name.clone(),
                 kind: endpoint.endpoint.kind(),
                 src: self.node_names[f.src.idx()].clone(),
                 dst: self.node_names[f.dst.idx()].clone(),
+                src_addr: address(0, false),
+                dst_addr: address(f.legs.len().saturating_sub(1), true),
                 throughput_bps: r.throughput_bps,
                 goodput_bps: r.goodput_bps,
                 loss_rate: r.loss_rate,

@@ -34,6 +34,7 @@ fn scenario(nodes: &[(&str, bool)], links: &[(u32, u32)], flows: Vec<FlowSpec>, 
         links: links
             .iter()
             .map(|&(a, b)| LinkSpec {
+                name: None,
                 a,
                 b,
                 ab: direction(10_000_000, MILLISECOND),

@@ -312,6 +312,7 @@ fn coupled_subflows_on_one_bottleneck_take_what_one_tcp_takes() {
     // (minRTT: the out-of-tree kernel's scheduler, which LIA ran with.)
     let dir = |rate_bps, delay_ns| crate::testing::direction(rate_bps, delay_ns, 50);
     let link = |a, b, rate, delay| LinkSpec {
+        name: None,
         a,
         b,
         ab: dir(rate, delay),
