@@ -281,6 +281,11 @@ def test_mptcp_aggregates_two_paths():
     assert len(f["subflows"]) == 2
     assert all(s["bytes_acked"] > 0 for s in f["subflows"])
     assert sum(s["goodput_bps"] for s in f["subflows"]) == pytest.approx(f["goodput_bps"], rel=0.1)
+    # each subflow has the simulator's name, addresses and links for its path
+    sim = nb.simulate("examples/mptcp_two_paths.toml", overrides=["duration=2s", "measure.start=0s"])["flows"][0]
+    keys = ("name", "src_addr", "dst_addr", "links", "link_names")
+    assert sorted(tuple(str(s[k]) for k in keys) for s in f["subflows"]) == \
+        sorted(tuple(str(s[k]) for k in keys) for s in sim["subflows"])
 
 
 def test_mptcp_shares_with_one_lossy_path():

@@ -330,19 +330,25 @@ def _label_paths(result, resolved, forwarding, specs, topo) -> None:
     flow's connection is its first leg's source to the destination."""
     names = direction_names([n["name"] for n in resolved["nodes"]], resolved["links"])
 
-    def used(src_iface: int | None, dst_iface: int | None, acked: bool = True) -> list[str] | None:
+    def used(src_iface: int | None, dst_iface: int | None, bound: bool, acked: bool = True) -> list[str] | None:
         if src_iface is None or dst_iface is None:
             return None
-        there = route_channels(resolved, forwarding, topo.iface_node[src_iface], dst_iface)
-        back = route_channels(resolved, forwarding, topo.iface_node[dst_iface], src_iface) if acked else []
+        there = route_channels(resolved, forwarding, src_iface, dst_iface, bound)
+        back = route_channels(resolved, forwarding, dst_iface, src_iface, False) if acked else []  # by destination
         return None if there is None or back is None else [names[c] for c in sorted(set(there + back))]
 
     for row, s in zip(result["flows"], specs):
         row["src_addr"], row["dst_addr"] = topo.addr(s["src_addr_iface"]), topo.addr(s["dst_addr_iface"])
         # a datagram flow has no return traffic
-        row["links"] = used(s["src_addr_iface"], s["dst_addr_iface"], acked=row["kind"] != "udp") if not s.get("relay") else None
+        row["links"] = used(s["src_addr_iface"], s["dst_addr_iface"], s["bind_iface"] is not None,
+                            acked=row["kind"] != "udp") if not s.get("relay") else None
+        # a subflow on one of the flow's paths takes the simulator's name for it, "flow#k"
+        paths = {(topo.addr(p["src_iface"]), topo.addr(p["dst_iface"])): k for k, p in enumerate(s.get("paths") or [])}
         for sub in row.get("subflows") or []:
-            sub["links"] = used(_iface_of(topo, sub.get("src_addr")), _iface_of(topo, sub.get("dst_addr")))
+            sub["links"] = used(_iface_of(topo, sub.get("src_addr")), _iface_of(topo, sub.get("dst_addr")), True)
+            k = paths.get((sub.get("src_addr"), sub.get("dst_addr")))
+            if k is not None and row["kind"] == "mptcp":
+                sub["name"] = f"{row['name']}#{k}"
     label_links(result, resolved)
 
 

@@ -40,14 +40,23 @@ def interfaces(resolved: dict[str, Any]) -> tuple[list[int], dict[int, list[int]
     return iface_node, ifaces_of
 
 
-def route_channels(resolved: dict[str, Any], forwarding: list[dict[str, Any]], node: int, dst_iface: int) -> list[int] | None:
-    """The link directions (channel 2l: a→b, 2l+1: b→a) a packet from `node`
-    to interface `dst_iface` crosses under `forwarding`; None where a router
-    has several equal-cost next hops (the kernel's hash picks one)."""
+def route_channels(resolved: dict[str, Any], forwarding: list[dict[str, Any]], src_iface: int,
+                   dst_iface: int, bound: bool) -> list[int] | None:
+    """The link directions (channel 2l: a→b, 2l+1: b→a) a packet from the
+    address of `src_iface` to that of `dst_iface` crosses: a `bound` sender
+    (one with a routing table for its source address: an MPTCP client's
+    subflows, a flow with `from_iface`) leaves by that address's own link;
+    every other hop follows `forwarding`, by destination. None where a
+    router has several equal-cost next hops (the kernel's hash picks one)."""
     out = {(r["node"], r["dst_iface"]): r["channels"] for r in forwarding}
     links, target = resolved["links"], resolved["links"][dst_iface // 2]
     target_node = target["a"] if dst_iface % 2 == 0 else target["b"]
+    source = links[src_iface // 2]
+    node = source["a"] if src_iface % 2 == 0 else source["b"]
     channels: list[int] = []
+    if bound:
+        channels.append(src_iface)  # interface 2l sends on channel 2l (a→b), 2l+1 on channel 2l+1 (b→a)
+        node = source["b"] if src_iface % 2 == 0 else source["a"]
     while node != target_node and len(channels) <= len(links) * 2:
         if node in (target["a"], target["b"]):
             hop = [2 * (dst_iface // 2) + (0 if node == target["a"] else 1)]  # on the destination's own link
