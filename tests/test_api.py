@@ -88,3 +88,23 @@ def test_results_show_themselves_in_a_notebook(tmp_path):
     assert "links.r1-r2.delay" in html and "video" in html and "transfer" in html
     assert "r1-&gt;r2" in html  # the bottleneck is busy
     assert "d1-&gt;r2" not in html  # a CBR stream's reverse direction carries nothing: left out
+
+
+def test_a_subflow_or_leg_row_has_its_own_addresses_or_none():
+    # a relayed flow's legs on emu carry only the nodes they join: their rows
+    # must not borrow the flow's end-to-end addresses (compare lines legs up by
+    # their nodes, subflows by their addresses)
+    import pandas as pd
+
+    from netbraid.compare import _path_key
+    from netbraid.tidy import flow_rows
+
+    result = {"events": 0, "wall_s": 0.0, "flows": [{
+        "name": "relayed", "kind": "tcp", "src": "s", "dst": "d", "src_addr": "10.0.1.1", "dst_addr": "10.0.4.2",
+        "legs": [{"name": "s->a", "from": "s", "to": "a"}, {"name": "a->d", "from": "a", "to": "d"}]}]}
+    legs = flow_rows(result, {})[1:]
+    assert [(r["src_addr"], r["dst_addr"]) for r in legs] == [(None, None), (None, None)]
+    assert [_path_key(pd.Series(r)) for r in legs] == [("relayed", "s", "a"), ("relayed", "a", "d")]
+    sim = nb.run("examples/split_proxy.toml", progress=False)
+    sim_legs = sim[sim["subflow"].notna()]
+    assert sim_legs["src_addr"].notna().all() and sim_legs["src_addr"].nunique() == len(sim_legs)

@@ -53,6 +53,25 @@ def test_run_reps_json_gives_mean_interval_and_n():
             assert set(c) == {"mean", "ci95_low", "ci95_high", "n"} and c["n"] == 4
             assert c["ci95_low"] <= c["mean"] <= c["ci95_high"]
     assert doc["events"]["n"] == 4 and "wall_s" in doc
+    # Jain's index over the ten TCP flows, with its interval, and the bottleneck's drops
+    assert doc["jain"]["tcp"]["flows"] == 10 and 0 < doc["jain"]["tcp"]["index"]["mean"] <= 1
+    bottleneck = next(l for l in doc["links"] if l["name"] == "r1->r2")
+    assert bottleneck["link_name"] == "r1-r2" and bottleneck["utilisation"]["n"] == 4
+
+
+def test_json_has_null_where_a_number_is_undefined():
+    # a UDP flow has no RTT: its mean and bounds are null, not NaN (which is not JSON)
+    r = subprocess.run(["netbraid", "run", "examples/tcp_and_cbr.toml", "--reps", "2", "--json"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+
+    def refuse(token):
+        raise AssertionError(f"{token} in the JSON")
+
+    doc = json.loads(r.stdout, parse_constant=refuse)
+    video = next(f for f in doc["flows"] if f["name"] == "video")
+    assert video["goodput_bps"]["n"] == 2 and video["goodput_bps"]["ci95_low"] is not None
+    assert video["rtt_mean_s"] == {"mean": None, "ci95_low": None, "ci95_high": None, "n": 0}
 
 
 def test_sequential_mode_stops_when_precise_enough():

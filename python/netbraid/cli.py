@@ -242,7 +242,7 @@ def run_replications(scenario: Path, set_: list[str], seed: Optional[int], out: 
                     runs.to_csv(out / "runs.csv", index=False)
     summary = replication_summary(runs, links)
     if json_out:
-        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+        sys.stdout.write(json_text(summary))
         return
     print_replications(summary, s.name, summary.get("links"))
     from .report import IDENTICAL_NOTE, identical_replications
@@ -289,7 +289,7 @@ def replication_summary(runs, links=None) -> dict[str, Any]:
                 se["bytes"] = mean_ci(sg["bytes_delivered"].tolist())
                 if "links" in sg:
                     se["links"] = _union_links(sg["links"])
-                for k in ("from", "to"):
+                for k in ("from", "to", "src_addr", "dst_addr"):
                     if k in sg and sg[k].notna().any():
                         se[k] = sg[k].dropna().iloc[0]
                 entry[key].append(se)
@@ -435,6 +435,10 @@ def plot(
     if what not in SERIES_WHAT:
         fail(ScenarioError(f"--what: {what!r} is not one of {', '.join(SERIES_WHAT)}"))
     column, ylabel, scale = SERIES_WHAT[what]
+    if link and what != "queue":
+        fail(ScenarioError("--link: picks link directions for --what queue; flows are picked with --flow"))
+    if flow and what == "queue":
+        fail(ScenarioError("--flow: picks flows; a queue belongs to a link direction: --link FROM->TO"))
     with errors_reported():
         r = load(directory)
         table = r.link_series if what == "queue" else r.series
@@ -922,7 +926,10 @@ def print_flow_table(title: str, flows: list[dict[str, Any]]) -> None:
 def print_busy_links(links: list[dict[str, Any]]) -> None:
     """Link directions ≥ 50 % busy or dropping; a metric is a number or a
     mean with its interval (replications)."""
-    mean = lambda v: (v["mean"] if isinstance(v, dict) else v) or 0  # noqa: E731
+    def mean(v: Any) -> float:  # a number or an interval; missing (None, NaN) counts as 0
+        x = v["mean"] if isinstance(v, dict) else v
+        return 0.0 if x is None or x != x else x
+
     busy = [l for l in links if mean(l["queue_drops"]) or mean(l["loss_drops"]) or mean(l["utilisation"]) >= 0.5]
     if not busy:
         return
@@ -1003,9 +1010,9 @@ def compare_command(
                       out=out, overwrite=overwrite)
     shown = {k: v for k, v in doc.items() if k not in ("sim", "emu")}
     if out is not None:
-        (out / "compare.json").write_text(json.dumps(shown, indent=2) + "\n")
+        (out / "compare.json").write_text(json_text(shown))
     if json_out:
-        sys.stdout.write(json.dumps(shown, indent=2) + "\n")
+        sys.stdout.write(json_text(shown))
         return
     print_comparison(doc, s.name)
     if out is not None:
@@ -1042,6 +1049,21 @@ def print_comparison(doc: dict[str, Any], name: str) -> None:
                       "interval of the difference holds 0. retx % is the sender's retransmissions / segments sent on "
                       "both; network loss is the simulator's alone; links count over the measurement window on both "
                       "(docs/emu.md).")
+
+
+def json_text(doc: Any) -> str:
+    """JSON with undefined numbers (an interval of one run, a metric a
+    backend lacks) as null: NaN is not JSON, and jq or a browser refuse it."""
+    def clean(x: Any) -> Any:
+        if isinstance(x, float) and x != x:
+            return None
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [clean(v) for v in x]
+        return x
+
+    return json.dumps(clean(doc), indent=2, allow_nan=False) + "\n"
 
 
 def _verdict(v: str | None) -> str:

@@ -26,6 +26,7 @@ simulator Linux's values for every TCP field the scenario leaves unset
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
@@ -76,9 +77,13 @@ def difference_interval(sim: list[float], emu: list[float]) -> tuple[float, floa
     if len(sim) < 2 or len(emu) < 2:
         return None
     if pd.Series(sim).std() == 0 and pd.Series(emu).std() == 0:
+        # no spread on either side: equal means agree, and unequal ones cannot
+        # be judged by an interval (the runs are not random)
         d = sum(sim) / len(sim) - sum(emu) / len(emu)
-        return (d, d)
-    ci = sps.ttest_ind(sim, emu, equal_var=False).confidence_interval(0.95)
+        return (0.0, 0.0) if abs(d) <= 1e-9 * max(abs(sum(sim) / len(sim)), 1e-300) else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # scipy's "precision loss" on nearly equal samples
+        ci = sps.ttest_ind(sim, emu, equal_var=False).confidence_interval(0.95)
     return (float(ci.low), float(ci.high))
 
 
@@ -91,7 +96,7 @@ def verdict(interval: tuple[float, float] | None) -> str | None:
 def _metrics_by_backend(runs: pd.DataFrame, backend: str) -> pd.DataFrame:
     """The rows compare shows, with the loss columns defined alike."""
     runs = runs.copy()
-    tcp = runs["kind"].isin(["tcp", "mptcp"]) | runs["subflow"].notna()
+    tcp = runs["kind"].isin(["tcp", "mptcp", "sctp"]) | runs["subflow"].notna()  # flows that retransmit
     if backend == "sim":
         sent = runs["packets_sent"].where(runs["packets_sent"] > 0)
         runs["retx_rate"] = (runs["retransmits"] / sent).where(tcp)
@@ -105,9 +110,9 @@ def _metrics_by_backend(runs: pd.DataFrame, backend: str) -> pd.DataFrame:
 
 
 def _path_key(row: pd.Series) -> tuple:
-    """A subflow or leg lines up by its addresses (the same on both
-    backends), else by its ends, else by name."""
-    for a, b in (("src_addr", "dst_addr"), ("from", "to")):
+    """A leg lines up by the nodes it joins, a subflow by its addresses (the
+    same on both backends), else by name."""
+    for a, b in (("from", "to"), ("src_addr", "dst_addr")):
         if a in row and isinstance(row.get(a), str) and isinstance(row.get(b), str):
             return (row["flow"], row[a], row[b])
     return (row["flow"], row["subflow"])

@@ -37,7 +37,8 @@ def flow_rows(result: dict[str, Any], context: dict[str, Any]) -> list[dict[str,
                     "events": result["events"], "wall_s": result["wall_s"], "linkemu_cpu_s": result.get("linkemu_cpu_s")})
         rows.append(row)
         for sub in paths_of(f):
-            srow = {**row, "subflow": sub["name"], "links": None, "link_names": None, **{m: None for m in FLOW_METRICS}}
+            srow = {**row, "subflow": sub["name"], "links": None, "link_names": None, "src_addr": None, "dst_addr": None,
+                    **{m: None for m in FLOW_METRICS}}
             for k, v in sub.items():
                 if k == "name":
                     continue

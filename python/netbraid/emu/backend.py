@@ -261,7 +261,8 @@ def _result(resolved, flows, link_stats, times, wall, topo) -> dict[str, Any]:
     if edges:
         # counters read at the window's edges: the simulator's definition
         first, last = edges
-        span_s = (last["taken_ns"] - first["taken_ns"]) / 1e9
+        # a reading taken before the window opened counts nothing before it (no traffic yet)
+        span_s = (last["taken_ns"] - max(first["taken_ns"], window[0])) / 1e9
     else:
         # the window's edges were not read (a run that ended early): the
         # emulator's whole life, traffic from t0 to its stop (iperf3 runs
@@ -349,6 +350,9 @@ def _label_paths(result, resolved, forwarding, specs, topo) -> None:
             k = paths.get((sub.get("src_addr"), sub.get("dst_addr")))
             if k is not None and row["kind"] == "mptcp":
                 sub["name"] = f"{row['name']}#{k}"
+        if row.get("subflows"):  # a multipath flow used every path's links, as the simulator lists them
+            subs = [sub.get("links") for sub in row["subflows"]]
+            row["links"] = None if None in subs else sorted({d for ds in subs for d in ds}, key=names.index)
     label_links(result, resolved)
 
 
