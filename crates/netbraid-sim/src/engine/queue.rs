@@ -186,6 +186,41 @@ mod tests {
     }
 
     #[test]
+    fn pops_as_a_sorted_list_would() {
+        // the oracle: every key pushed, sorted; pushes interleaved with pops
+        // at or after the current time, as the simulator makes them
+        let mut q = EventQueue::new();
+        let mut rng = 0x9e3779b97f4a7c15u64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let mut expected = Vec::new();
+        let mut got = Vec::new();
+        for round in 0..20_000u64 {
+            for _ in 0..(next() % 3) {
+                let at = q.now() + next() % 5_000_000;
+                let key = q.reserve(at);
+                expected.push((key.0, round));
+                q.schedule_reserved(key, round);
+            }
+            if next() % 2 == 0 {
+                if let Some((t, e)) = q.pop() {
+                    got.push((t, e));
+                }
+            }
+        }
+        while let Some(x) = q.pop() {
+            got.push(x);
+        }
+        expected.sort();
+        let expected: Vec<_> = expected.iter().map(|&(k, e)| ((k >> 64) as Time, e)).collect();
+        assert_eq!(got, expected);
+    }
+
+    #[test]
     fn clock_follows_popped_events() {
         let mut q = EventQueue::new();
         q.schedule(7, ());
