@@ -217,7 +217,7 @@ def test_controllers_command_lists_the_simulators_list():
     cubic = next(c for c in listed if c["name"] == "cubic")
     assert {p["name"] for p in cubic["params"]} == {"c", "beta", "fast_convergence", "reno_friendly", "hystart",
                                                    "hystart_low_window", "hystart_ack_delta_ms", "hystart_ack_train",
-                                                   "hystart_delay", "target_min_rtt", "alpha_switch"}
+                                                   "hystart_delay", "target_min_rtt", "alpha_switch", "friendly_ramp"}
     bbr = next(c for c in listed if c["name"] == "bbr")
     assert {"high_gain", "cwnd_gain", "probe_rtt_ms"} <= {p["name"] for p in bbr["params"]}
     r = netbraid("controllers")
@@ -351,7 +351,8 @@ def test_linux_profile_on_a_flow_from_python():
     s.add_flow("rfc", "a", "b")
     linux, rfc = (f["tcp"] for f in nb.resolve(s)["flows"])
     assert linux["cc"] == "cubic"
-    assert linux["cc_params"] == {"beta": 717 / 1024, "hystart": True, "target_min_rtt": True, "alpha_switch": False}
+    assert linux["cc_params"] == {"beta": 717 / 1024, "hystart": True, "target_min_rtt": True, "alpha_switch": False,
+                                  "friendly_ramp": True}
     assert linux["rto_min"] == 200_000_000 and linux["mss"] == 1448 and linux["initial_window"] == 10
     # RFC 6298's 1 s minimum RTO and RFC 5681's initial window for the other
     assert rfc["rto_min"] == 1_000_000_000 and rfc["initial_window"] == 3 and rfc["cc"] == "reno"

@@ -81,7 +81,7 @@ LINUX_TCP: dict[str, Any] = {
 }
 #: CUBIC as net/ipv4/tcp_cubic.c runs it: β = 717/1024, HyStart on (both detectors).
 LINUX_CUBIC: dict[str, Any] = {"cc": "cubic", "cc_params": {"beta": 717 / 1024, "hystart": True, "target_min_rtt": True,
-                                                            "alpha_switch": False}}
+                                                            "alpha_switch": False, "friendly_ramp": True}}
 #: `profile`: the layer of defaults under the scenario's and the flow's own settings.
 PROFILES: dict[str, TcpOptions] = {
     "rfc": TcpOptions(),

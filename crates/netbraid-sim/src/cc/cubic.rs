@@ -83,6 +83,11 @@ pub(super) const INFO: ControllerInfo = ControllerInfo {
             kind: ParamKind::Flag { default: true },
         },
         ParamInfo {
+            name: "friendly_ramp",
+            doc: "below the Reno estimate W_est, approach it over about a round trip (Linux's cnt ≤ cwnd / (W_est − cwnd)) instead of taking it at once (RFC 9438 §4.3)",
+            kind: ParamKind::Flag { default: false },
+        },
+        ParamInfo {
             name: "target_min_rtt",
             doc: "aim at W_cubic(t + min RTT), as Linux (delay_min), not RFC 9438's smoothed RTT",
             kind: ParamKind::Flag { default: false },
@@ -131,6 +136,9 @@ pub struct Cubic {
     delay_min: Option<Time>,
     /// RFC 9438's α = 1 once W_est passes cwnd_prior (Linux has no switch).
     alpha_switch: bool,
+    /// Linux's Reno-friendly step: grow toward W_est by (W_est − cwnd) per
+    /// cwnd of ACKs, not to it at once.
+    friendly_ramp: bool,
 }
 
 impl Cubic {
@@ -161,6 +169,7 @@ impl Cubic {
             limited_since: None,
             target_min_rtt: p.flag("target_min_rtt"),
             alpha_switch: p.flag("alpha_switch"),
+            friendly_ramp: p.flag("friendly_ramp"),
             delay_min: None,
             hystart: p.flag("hystart").then(|| {
                 HyStart::new(
@@ -268,7 +277,15 @@ impl CongestionControl for Cubic {
             3.0 * (1.0 - self.beta) / (1.0 + self.beta)
         };
         self.w_est += alpha * acked_segments / cwnd;
-        if self.reno_friendly && self.w_cubic(t) < self.w_est {
+        if self.reno_friendly && self.friendly_ramp {
+            // Linux (tcp_cubic.c, tcp_friendliness): the per-ACK step is the
+            // larger of the cubic one and (W_est − cwnd) / cwnd, and never
+            // more than half a segment per segment ACKed (cnt ≥ 2)
+            if self.w_est > cwnd {
+                let friendly = cwnd + (self.w_est - cwnd) / cwnd * acked_segments;
+                next = next.max(friendly.min(cwnd + 0.5 * acked_segments));
+            }
+        } else if self.reno_friendly && self.w_cubic(t) < self.w_est {
             next = next.max(self.w_est);
         }
         self.set_cwnd_segments(next);
@@ -373,6 +390,56 @@ mod tests {
         }
         let t = reached.expect("never regained w_max");
         assert!((t - k).abs() / k < 0.05, "regained at {t} s, K = {k} s");
+    }
+
+    /// Below the Reno estimate W_est, RFC 9438 §4.3 sets cwnd to W_est at
+    /// once; Linux's tcp_friendliness caps cnt at cwnd / (W_est − cwnd), so a
+    /// window of ACKs closes the gap by about 1 − 1/e of it (dc/da = (W − c)/c).
+    #[test]
+    fn friendly_ramp_approaches_the_reno_estimate_over_a_round_trip() {
+        let run = |ramp: bool| {
+            let given = [("friendly_ramp".to_string(), serde_json::Value::Bool(ramp))]
+                .into_iter()
+                .collect();
+            let params = super::super::check("", "cubic", &given).expect("valid");
+            let mut c = Cubic::with_params(
+                CcConfig {
+                    mss: MSS,
+                    initial_window: 10 * MSS,
+                    initial_ssthresh: 0,
+                    abc_limit: 1,
+                    byte_counting: false,
+                    seed: 0,
+                },
+                &params,
+            );
+            c.set_cwnd_segments(100.0);
+            c.w_max = 100.0;
+            let ack = |now| AckEvent {
+                now,
+                newly_acked: MSS,
+                srtt: Some(MILLISECOND),
+                cwnd_limited: true,
+                ..Default::default()
+            };
+            c.on_ack(&ack(SECOND)); // the epoch starts: K = 0, W_est = cwnd
+            c.w_est = c.cwnd_seg + 10.0; // a Reno flow would be 10 segments ahead
+            c.on_ack(&ack(SECOND));
+            let first = c.cwnd_seg;
+            for _ in 0..100 {
+                c.on_ack(&ack(SECOND));
+            }
+            (first, c.cwnd_seg)
+        };
+        let (rfc_first, _) = run(false);
+        assert!(rfc_first >= 110.0, "RFC 9438 takes W_est at once: {rfc_first}");
+        let (ramp_first, ramp_rtt) = run(true);
+        assert!(ramp_first < 100.2, "one ACK closes a tenth of a segment: {ramp_first}");
+        let gained = ramp_rtt - 100.0;
+        assert!(
+            (5.5..7.5).contains(&gained),
+            "a round trip of ACKs closes ~63 % of the 10: {gained}"
+        );
     }
 
     /// RFC 9438 §4.8: after a timeout, the first congestion-avoidance epoch
