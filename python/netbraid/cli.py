@@ -244,7 +244,7 @@ def run_replications(scenario: Path, set_: list[str], seed: Optional[int], out: 
     if json_out:
         sys.stdout.write(json_text(summary))
         return
-    print_replications(summary, s.name, summary.get("links"))
+    print_replications(summary, s.name)
     from .report import IDENTICAL_NOTE, identical_replications
 
     if identical_replications(runs, []):
@@ -337,15 +337,15 @@ def _pm(c: dict[str, float], scale: float = 1.0, digits: int = 3) -> str:
     return interval_text(c, scale, digits)
 
 
-def print_replications(summary: dict[str, Any], name: str, links: list[dict[str, Any]] | None = None) -> None:
+def print_replications(summary: dict[str, Any], name: str) -> None:
     title = f"{escape(name)}: mean ± 95 % interval over {summary['reps']} replications"
     flows = summary["flows"][:MAX_ROWS]
     print_flow_table(title, [{**f, "paths": f.get("subflows") or f.get("legs") or []} for f in flows])
     if len(summary["flows"]) > MAX_ROWS:
         out_console.print(f"… and {len(summary['flows']) - MAX_ROWS} more flows (all of them: --json or --out)")
     print_links([(f["name"], f.get("links"), f["src"], f["dst"]) for f in flows])
-    if links:
-        print_busy_links(links)
+    if summary.get("links"):
+        print_busy_links(summary["links"])
     line = fairness_text(summary.get("jain") or {})
     if line:
         out_console.print(line.removeprefix(", "))
@@ -864,11 +864,16 @@ def print_links(named: list[tuple[str, list[str] | None, str | None, str | None]
         out_console.print(Text(f"  {name:<{width}}  {compact_links(links, src, dst)}"), highlight=False)
 
 
+def _value(v: Any) -> float:
+    """A table cell's number: the value itself, or an interval's mean
+    (replications); missing (None, NaN) counts as 0."""
+    x = v["mean"] if isinstance(v, dict) else v
+    return 0.0 if x is None or x != x else x
+
+
 def _unit(values: list[Any]) -> tuple[str, float]:
     """One rate unit for a whole column, from its largest value."""
-    top = max((abs(v["mean"] if isinstance(v, dict) else v) for v in values
-               if v is not None and (v["mean"] if isinstance(v, dict) else v) == (v["mean"] if isinstance(v, dict) else v)),
-              default=0.0)
+    top = max((abs(_value(v)) for v in values), default=0.0)
     for unit, scale in (("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
         if top >= scale * 0.9995:  # 999.8 kb/s shows as 1 Mb/s
             return unit, 1 / scale
@@ -926,17 +931,13 @@ def print_flow_table(title: str, flows: list[dict[str, Any]]) -> None:
 def print_busy_links(links: list[dict[str, Any]]) -> None:
     """Link directions ≥ 50 % busy or dropping; a metric is a number or a
     mean with its interval (replications)."""
-    def mean(v: Any) -> float:  # a number or an interval; missing (None, NaN) counts as 0
-        x = v["mean"] if isinstance(v, dict) else v
-        return 0.0 if x is None or x != x else x
-
-    busy = [l for l in links if mean(l["queue_drops"]) or mean(l["loss_drops"]) or mean(l["utilisation"]) >= 0.5]
+    busy = [l for l in links if _value(l["queue_drops"]) or _value(l["loss_drops"]) or _value(l["utilisation"]) >= 0.5]
     if not busy:
         return
     lt = Table(title="busy or lossy link directions")
     for col in ("link", "named", "rate", "utilisation %", "queue drops", "loss drops"):
         lt.add_column(col, justify="left" if col in ("link", "named") else "right")
-    for l in sorted(busy, key=lambda l: -mean(l["utilisation"]))[:12]:
+    for l in sorted(busy, key=lambda l: -_value(l["utilisation"]))[:12]:
         lt.add_row(l["name"], l.get("link_name") or "", format_rate(l["rate_bps"]), _cell(l["utilisation"], 100),
                    _cell(l["queue_drops"], whole=True), _cell(l["loss_drops"], whole=True))
     out_console.print(lt)

@@ -477,9 +477,9 @@ def _html(directory: Path, runs: pd.DataFrame, axes: list[str], points: pd.DataF
           manifest: dict[str, Any] | None = None) -> str:
     manifest = manifest or {}
     figs = "".join(
-        f'<figure><img alt="{html.escape(_caption(p))}" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}">'
-        f"<figcaption>{html.escape(_caption(p))}</figcaption></figure>"
-        for p in images
+        f'<figure><img alt="{caption}" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}">'
+        f"<figcaption>{caption}</figcaption></figure>"
+        for p in images for caption in [html.escape(_caption(p))]
     )
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>netbraid report: {html.escape(str(directory))}</title>

@@ -725,9 +725,12 @@ class Scenario(Strict):
         defaults left out; times, rates and sizes in their largest exact unit)."""
         import tomli_w
 
+        from .units import exact_time
+
         data = self.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True)
-        data = {"name": self.name, "duration": data.pop("duration", None) or self.model_dump(mode="json")["duration"],
-                **{k: v for k, v in data.items() if k != "name"}}
+        # name and duration first, as a scenario file starts
+        data = {"name": self.name, "duration": exact_time(self.duration),
+                **{k: v for k, v in data.items() if k not in ("name", "duration")}}
         return f"# written by netbraid (Scenario.to_toml)\n{tomli_w.dumps(data)}"
 
     def save(self, path: "str | Path") -> "Path":
