@@ -7,12 +7,22 @@
 use super::Time;
 
 /// A place in the order of events: (time, sequence), as `reserve` gave it.
+/// Two words rather than one u128, so that it packs at 8-byte alignment in
+/// the structures that hold many (`net::link::InLink`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct EventKey(u128);
+pub struct EventKey {
+    time: Time,
+    seq: u64,
+}
 
 impl EventKey {
     pub fn time(&self) -> Time {
-        (self.0 >> 64) as Time
+        self.time
+    }
+    /// Time in the high 64 bits, sequence in the low 64: one integer compare.
+    #[inline]
+    fn packed(&self) -> u128 {
+        ((self.time as u128) << 64) | self.seq as u128
     }
 }
 
@@ -78,28 +88,32 @@ impl<E: Copy> EventQueue<E> {
     pub fn reserve(&mut self, at: Time) -> EventKey {
         debug_assert!(at >= self.now, "event scheduled in the past");
         let at = at.max(self.now);
-        let key = ((at as u128) << 64) | self.next_seq as u128;
+        let key = EventKey {
+            time: at,
+            seq: self.next_seq,
+        };
         self.next_seq += 1;
-        EventKey(key)
+        key
     }
 
     /// Schedule `event` in the place `key` reserved.
     pub fn schedule_reserved(&mut self, key: EventKey, event: E) {
-        debug_assert!((key.0 >> 64) as Time >= self.now, "a reserved place already passed");
+        debug_assert!(key.time >= self.now, "a reserved place already passed");
+        let key = key.packed();
         // sift up: move parents down into the hole until the key fits
         let mut hole = self.keys.len();
-        self.keys.push(key.0);
+        self.keys.push(key);
         self.events.push(event);
         while hole > 0 {
             let parent = (hole - 1) / 2;
-            if self.keys[parent] <= key.0 {
+            if self.keys[parent] <= key {
                 break;
             }
             self.keys[hole] = self.keys[parent];
             self.events[hole] = self.events[parent];
             hole = parent;
         }
-        self.keys[hole] = key.0;
+        self.keys[hole] = key;
         self.events[hole] = event;
     }
 
@@ -203,7 +217,7 @@ mod tests {
             for _ in 0..(next() % 3) {
                 let at = q.now() + next() % 5_000_000;
                 let key = q.reserve(at);
-                expected.push((key.0, round));
+                expected.push((key.packed(), round));
                 q.schedule_reserved(key, round);
             }
             if next() % 2 == 0 {

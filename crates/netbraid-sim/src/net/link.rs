@@ -1,7 +1,29 @@
-//! One direction of a point-to-point link, as an htsim-style pipeline:
-//! queue → transmitter (serialisation at the rate) → loss → wire (delay).
-//! This is the whole link model: the simulator only schedules the two
-//! events it asks for (transmission done, arrival at the far end).
+//! One direction of a point-to-point link: queue → transmitter (serialisation
+//! at the rate) → loss → wire (delay), as a rate server.
+//!
+//! The obvious model (kept as the test oracle in `link_reference`) schedules
+//! two events per packet: "transmission done", which starts the next packet
+//! waiting, and "arrival" at the far end. But a FIFO at a fixed rate knows a
+//! packet's whole future when it admits it: serialisation starts when the
+//! transmitter is free, `start = max(now, busy_until)`, and ends `size / rate`
+//! later; the packet arrives `delay` after that. So a packet costs one event
+//! here, its arrival, and only the first packet in the link has its arrival in
+//! the event queue (the others arrive in order behind it). What the obvious
+//! model knew from its events is derived instead:
+//!
+//! - the queue at any instant is the packets admitted whose serialisation
+//!   has not started (`advance`), which is what tail drop and RED look at;
+//! - the end of a busy period (RED's idle time) is `busy_until` when the next
+//!   packet finds the transmitter free;
+//! - the loss model is drawn at admission, in admission order, which for a
+//!   FIFO is the order of transmission; an outage is checked at the packet's
+//!   departure time; a lost packet is removed when it would have arrived;
+//! - counters of transmitted packets are kept at admission and corrected for
+//!   the packets not yet departed when read (`counters_at`).
+//!
+//! At one instant, the link's own departures come before anything else: a
+//! packet offered at the very nanosecond the transmitter finishes finds it
+//! free, and a snapshot at that instant counts the departure.
 
 use super::loss::LossProcess;
 use super::queue::DropTailQueue;
@@ -27,6 +49,30 @@ crate::counters! {
     }
 }
 
+/// A packet admitted to a link and not yet at its far end (32 bytes: a link
+/// holds as many as its queue and its bandwidth-delay product).
+#[derive(Clone, Copy, Debug)]
+pub struct InLink {
+    /// Its arrival's place in the order of events (time = departure + delay).
+    pub arrival: EventKey,
+    /// When its serialisation starts.
+    pub start: Time,
+    pub packet: PacketRef,
+    /// Size in bytes, and in the top bit whether the loss model (or an
+    /// outage) took it: then it is dropped, not delivered.
+    size_lost: u32,
+}
+
+impl InLink {
+    const LOST: u32 = 1 << 31;
+    pub fn size(&self) -> u32 {
+        self.size_lost & !Self::LOST
+    }
+    pub fn lost(&self) -> bool {
+        self.size_lost & Self::LOST != 0
+    }
+}
+
 pub struct Channel {
     pub id: ChannelId,
     /// "a->b" style name for reports.
@@ -44,38 +90,35 @@ pub struct Channel {
     /// Outages [from, until): a packet that finishes serialisation in one
     /// is lost (a cut cable, a failed path), counted as a loss drop.
     pub down: Vec<(Time, Time)>,
+    /// Occupancy of the waiting packets: the last `queue.len()` entries of
+    /// `in_link`, as of the last `advance`.
     pub queue: DropTailQueue,
     /// Active queue management in front of the FIFO (its limit still holds).
     pub red: Option<Red>,
     pub loss: LossProcess,
-    /// Packet being serialised, if any.
-    pub transmitting: Option<PacketRef>,
-    /// Packets propagating on the wire, in order, each with its place in
-    /// the event order: they arrive in the order they left (the delay is
-    /// the same for all), so only the first needs an event in the queue.
-    pub propagating: VecDeque<(EventKey, PacketRef)>,
+    /// Every packet admitted and not yet arrived, in order: waiting, on the
+    /// transmitter, on the wire.
+    pub in_link: VecDeque<InLink>,
+    /// When the transmitter finishes the last packet admitted (≤ now: idle).
+    pub busy_until: Time,
+    /// Counted when a packet is admitted, as if it had already departed:
+    /// read them through `counters_at`.
     pub counters: ChannelCounters,
 }
 
 /// What happened to a packet offered to a channel.
 pub enum Offer {
-    /// The transmitter was idle: serialisation starts now and ends after this long.
-    Transmit(Time),
-    Queued,
-    /// Queued, and RED marked it Congestion Experienced.
-    QueuedMarked,
+    /// Refused by a full queue or RED.
     Dropped,
-}
-
-/// What the end of a serialisation did.
-pub struct Completed {
-    /// The packet that finished.
-    pub packet: PacketRef,
-    pub size: u32,
-    /// The loss model dropped it on the wire (else it arrives after `delay`).
-    pub lost: bool,
-    /// The next packet from the queue started serialising and ends after this long.
-    pub next_done_in: Option<Time>,
+    Admitted {
+        /// RED marked it Congestion Experienced.
+        marked: bool,
+        /// It is the only packet in the link: its arrival needs scheduling.
+        first: bool,
+        /// When its serialisation starts and ends.
+        start: Time,
+        depart: Time,
+    },
 }
 
 impl Channel {
@@ -83,63 +126,105 @@ impl Channel {
         serialisation_time(size + self.framing_bytes, self.rate_bps)
     }
 
-    /// The packet on the transmitter finished serialising: count it, apply
-    /// the loss model, and start the next packet waiting, if any.
-    /// `size_of` gives a packet's size on the wire.
+    /// Bring the queue's occupancy to `now`: waiting packets whose
+    /// serialisation has started leave it.
     #[inline]
-    pub fn complete(&mut self, now: Time, size_of: impl Fn(PacketRef) -> u32) -> Completed {
-        let packet = self.transmitting.take().expect("transmission done without a packet");
-        let size = size_of(packet);
+    pub fn advance(&mut self, now: Time) {
+        while !self.queue.is_empty() {
+            let head = &self.in_link[self.in_link.len() - self.queue.len()];
+            if head.start > now {
+                break;
+            }
+            self.queue.pop(head.size());
+        }
+    }
+
+    /// Offer a packet at `now`; `ect` says it may be ECN-marked instead of
+    /// dropped. An admitted packet takes its arrival's place in the order of
+    /// events from `reserve` (given its arrival time).
+    #[inline]
+    pub fn offer(
+        &mut self,
+        now: Time,
+        packet: PacketRef,
+        size: u32,
+        ect: bool,
+        reserve: impl FnOnce(Time) -> EventKey,
+    ) -> Offer {
+        self.advance(now);
+        let mut marked = false;
+        let start = if self.busy_until <= now {
+            // The transmitter went idle at `busy_until`, with nothing waiting:
+            // that is when RED's idle time began.
+            if let Some(red) = &mut self.red {
+                red.on_empty(self.busy_until);
+            }
+            now
+        } else {
+            let verdict = match &mut self.red {
+                Some(red) => red.on_arrival(now, self.queue.len(), ect),
+                None => RedVerdict::Enqueue,
+            };
+            if verdict == RedVerdict::Drop || !self.queue.admits(size) {
+                self.counters.queue_drops += 1;
+                return Offer::Dropped;
+            }
+            self.queue.push(size);
+            if verdict == RedVerdict::Mark {
+                self.counters.ecn_marks += 1;
+                marked = true;
+            }
+            self.busy_until
+        };
+        let depart = start + self.serialisation_time(size);
+        self.busy_until = depart;
         self.counters.tx_packets += 1;
         self.counters.tx_bytes += size as u64;
-        let down = !self.down.is_empty() && self.down.iter().any(|&(a, b)| a <= now && now < b);
+        let down = !self.down.is_empty() && self.down.iter().any(|&(a, b)| a <= depart && depart < b);
         let lost = self.loss.lose_next() || down;
         if lost {
             self.counters.loss_drops += 1;
         }
-        let next_done_in = match self.queue.pop() {
-            Some(next) => {
-                let next = PacketRef(next);
-                self.transmitting = Some(next);
-                Some(self.serialisation_time(size_of(next)))
-            }
-            None => {
-                if let Some(red) = &mut self.red {
-                    red.on_empty(now);
-                }
-                None
-            }
-        };
-        Completed {
+        let first = self.in_link.is_empty();
+        debug_assert!(size < InLink::LOST, "packet sizes are checked far below 2 GiB");
+        self.in_link.push_back(InLink {
+            arrival: reserve(depart + self.delay),
+            start,
             packet,
-            size,
-            lost,
-            next_done_in,
+            size_lost: size | if lost { InLink::LOST } else { 0 },
+        });
+        Offer::Admitted {
+            marked,
+            first,
+            start,
+            depart,
         }
     }
 
-    /// Offer a packet to the channel's queue/transmitter; `ect` says the
-    /// packet may be ECN-marked instead of dropped.
+    /// The first packet in the link reached the far end at `now`: take it
+    /// out, with the place of the next arrival, if any.
     #[inline]
-    pub fn offer(&mut self, now: Time, handle: PacketRef, size: u32, ect: bool) -> Offer {
-        if self.transmitting.is_none() {
-            self.transmitting = Some(handle);
-            return Offer::Transmit(self.serialisation_time(size));
+    pub fn arrive(&mut self, now: Time) -> (InLink, Option<EventKey>) {
+        self.advance(now); // only matters with no delay and no serialisation time
+        let head = self
+            .in_link
+            .pop_front()
+            .expect("an arrival without a packet in the link");
+        (head, self.in_link.front().map(|n| n.arrival))
+    }
+
+    /// The counters as of `now`: packets that have not finished
+    /// serialisation yet are taken back out.
+    pub fn counters_at(&self, now: Time) -> ChannelCounters {
+        let mut c = self.counters;
+        for p in self.in_link.iter().rev() {
+            if p.arrival.time() - self.delay <= now {
+                break;
+            }
+            c.tx_packets -= 1;
+            c.tx_bytes -= p.size() as u64;
+            c.loss_drops -= p.lost() as u64;
         }
-        let verdict = match &mut self.red {
-            Some(red) => red.on_arrival(now, self.queue.len(), ect),
-            None => RedVerdict::Enqueue,
-        };
-        if verdict == RedVerdict::Drop || !self.queue.admits(size) {
-            self.counters.queue_drops += 1;
-            return Offer::Dropped;
-        }
-        self.queue.push(handle.0, size);
-        if verdict == RedVerdict::Mark {
-            self.counters.ecn_marks += 1;
-            Offer::QueuedMarked
-        } else {
-            Offer::Queued
-        }
+        c
     }
 }

@@ -4,6 +4,8 @@
 
 pub mod ext;
 pub mod link;
+#[cfg(test)]
+mod link_reference;
 pub mod loss;
 pub mod packet;
 pub mod queue;

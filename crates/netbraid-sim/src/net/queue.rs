@@ -4,17 +4,18 @@
 //! it drops when the waiting packets would reach `limit_`, so its `limit_ 50`
 //! is a limit of 49 here.
 
-use std::collections::VecDeque;
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QueueLimit {
     Packets(u32),
     Bytes(u64),
 }
 
+/// The occupancy of a FIFO and its limit. The packets themselves are kept
+/// in order by the link (`link::Channel::in_link`), which knows which of
+/// them are still waiting; this only counts them.
 pub struct DropTailQueue {
     limit: QueueLimit,
-    items: VecDeque<(u32, u32)>, // (packet handle, size)
+    len: u32,
     bytes: u64,
 }
 
@@ -22,7 +23,7 @@ impl DropTailQueue {
     pub fn new(limit: QueueLimit) -> Self {
         Self {
             limit,
-            items: VecDeque::new(),
+            len: 0,
             bytes: 0,
         }
     }
@@ -31,36 +32,34 @@ impl DropTailQueue {
     #[inline]
     pub fn admits(&self, size: u32) -> bool {
         match self.limit {
-            QueueLimit::Packets(n) => (self.items.len() as u64) < n as u64,
+            QueueLimit::Packets(n) => self.len < n,
             QueueLimit::Bytes(b) => self.bytes + size as u64 <= b,
         }
     }
 
-    /// Append; the caller has checked `admits`.
+    /// A packet joins the queue; the caller has checked `admits`.
     #[inline]
-    pub fn push(&mut self, handle: u32, size: u32) {
+    pub fn push(&mut self, size: u32) {
+        self.len += 1;
         self.bytes += size as u64;
-        self.items.push_back((handle, size));
     }
 
+    /// The packet at the head (of `size` bytes) leaves for the transmitter.
     #[inline]
-    pub fn pop(&mut self) -> Option<u32> {
-        let (h, size) = self.items.pop_front()?;
+    pub fn pop(&mut self, size: u32) {
+        debug_assert!(self.len > 0 && self.bytes >= size as u64);
+        self.len -= 1;
         self.bytes -= size as u64;
-        Some(h)
     }
 
     pub fn len(&self) -> usize {
-        self.items.len()
+        self.len as usize
     }
     pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
+        self.len == 0
     }
     pub fn bytes(&self) -> u64 {
         self.bytes
-    }
-    pub fn handles(&self) -> impl Iterator<Item = u32> + '_ {
-        self.items.iter().map(|(h, _)| *h)
     }
 }
 
@@ -71,20 +70,20 @@ mod tests {
     #[test]
     fn packet_limit_is_exact() {
         let mut q = DropTailQueue::new(QueueLimit::Packets(3));
-        for i in 0..3 {
+        for _ in 0..3 {
             assert!(q.admits(1500));
-            q.push(i, 1500);
+            q.push(1500);
         }
         assert!(!q.admits(40));
-        assert_eq!(q.pop(), Some(0));
+        q.pop(1500);
         assert!(q.admits(40));
     }
 
     #[test]
     fn byte_limit_counts_sizes() {
         let mut q = DropTailQueue::new(QueueLimit::Bytes(3000));
-        q.push(0, 1500);
-        q.push(1, 1460);
+        q.push(1500);
+        q.push(1460);
         assert_eq!(q.bytes(), 2960);
         assert!(q.admits(40));
         assert!(!q.admits(41));

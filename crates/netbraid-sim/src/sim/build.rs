@@ -82,7 +82,10 @@ fn check_direction(field: &str, d: &DirectionSpec) -> Result<QueueLimit, SimErro
     if d.framing_bytes > 1000 {
         return Err(SimError::invalid(
             format!("{field}.framing"),
-            format!("{} B per packet is not allowed (0 to 1000; Ethernet: 38)", d.framing_bytes),
+            format!(
+                "{} B per packet is not allowed (0 to 1000; Ethernet: 38)",
+                d.framing_bytes
+            ),
         ));
     }
     match &d.loss {
@@ -244,8 +247,8 @@ fn build_network(scn: &Scenario) -> Result<Network, SimError> {
                     Red::new(p, serialisation_time(1000, spec.rate_bps), stream)
                 }),
                 loss: LossProcess::new(LossModel::from(&spec.loss), stream),
-                transmitting: None,
-                propagating: VecDeque::new(),
+                in_link: VecDeque::new(),
+                busy_until: 0,
                 counters: ChannelCounters::default(),
             });
         }

@@ -4,8 +4,8 @@
 
 use super::{FlowAccounting, Simulation};
 use crate::endpoint::{Scope, SenderState};
-use crate::ids::EndpointId;
 use crate::engine::Time;
+use crate::ids::EndpointId;
 use crate::net::link::ChannelCounters;
 use crate::trace::counters::TransportCounters;
 use crate::trace::series::{FlowSeries, LinkSeries, TimeSeries};
@@ -80,7 +80,11 @@ impl Simulation {
     /// source's window and RTT (the first leg's: what the sending host sees).
     fn relayed_counts(&mut self, now: Time, f: usize, scope: Scope) -> Counts {
         let (n, first_track) = (self.flows[f].legs.len(), self.flows[f].tracks.start as usize);
-        let mut side = |ep: EndpointId, path: u8| self.endpoints[ep.idx()].endpoint.snapshot(now, Scope::Path(path as usize));
+        let mut side = |ep: EndpointId, path: u8| {
+            self.endpoints[ep.idx()]
+                .endpoint
+                .snapshot(now, Scope::Path(path as usize))
+        };
         let leg = |k: usize| self.flows[f].legs[k];
         match scope {
             Scope::Path(k) => {
@@ -134,7 +138,7 @@ impl Simulation {
         Snapshot {
             time: now,
             flows,
-            channels: self.channels.iter().map(|c| c.counters).collect(),
+            channels: self.channels.iter().map(|c| c.counters_at(now)).collect(),
         }
     }
 
@@ -190,7 +194,8 @@ impl Simulation {
                 fs.relay_buffer_bytes[k].push(held);
             }
         }
-        for (i, c) in self.channels.iter().enumerate() {
+        for (i, c) in self.channels.iter_mut().enumerate() {
+            c.advance(now);
             let ls = &mut series.links[i];
             ls.queue_packets.push(c.queue.len() as u64);
             ls.queue_bytes.push(c.queue.bytes());

@@ -28,9 +28,8 @@ use measure::Meter;
 
 #[derive(Clone, Copy, Debug)]
 enum Event {
-    /// A channel finished serialising its current packet.
-    TxDone(ChannelId),
-    /// The first packet propagating on a channel reached its far end.
+    /// The first packet in a channel reached its far end (or, lost, would
+    /// have): the only event a packet-hop costs (`net::link`).
     Arrive(ChannelId),
     /// An endpoint asked to be woken (timers).
     Wake(EndpointId),
@@ -254,7 +253,6 @@ impl Simulation {
 
     fn handle(&mut self, now: Time, ev: Event) {
         match ev {
-            Event::TxDone(ch) => self.on_tx_done(now, ch),
             Event::Arrive(ch) => self.on_arrive(now, ch),
             Event::Wake(ep) => {
                 let slot = &mut self.endpoints[ep.idx()];
@@ -338,47 +336,41 @@ impl Simulation {
         if self.mark_links {
             self.tracks.mark(pkt.track, ch);
         }
-        match self.channels[ch.idx()].offer(now, p, size, ect) {
-            Offer::Transmit(d) => self.events.schedule(now + d, Event::TxDone(ch)),
-            Offer::Queued => {}
-            Offer::QueuedMarked => self.pool.get_mut(p).ecn = ecn::CE,
+        let events = &mut self.events;
+        match self.channels[ch.idx()].offer(now, p, size, ect, |at| events.reserve(at)) {
             Offer::Dropped => self.drop_packet(p),
-        }
-    }
-
-    fn on_tx_done(&mut self, now: Time, ch: ChannelId) {
-        let pool = &self.pool;
-        let c = &mut self.channels[ch.idx()];
-        let done = c.complete(now, |p| pool.get(p).size);
-        if !done.lost {
-            // Only the first packet on the wire has its arrival in the queue;
-            // the others wait in order with their place (`on_arrive`).
-            let key = self.events.reserve(now + c.delay);
-            if c.propagating.is_empty() {
-                self.events.schedule_reserved(key, Event::Arrive(ch));
+            Offer::Admitted {
+                marked,
+                first,
+                start,
+                depart,
+            } => {
+                if marked {
+                    self.pool.get_mut(p).ecn = ecn::CE;
+                }
+                if first {
+                    let key = self.channels[ch.idx()].in_link[0].arrival;
+                    self.events.schedule_reserved(key, Event::Arrive(ch));
+                }
+                // Recorded when serialisation starts, as tcpdump on the sender
+                // sees it; nothing that would leave after the run's end.
+                if self.captures.records(ch) && depart <= self.duration {
+                    self.captures.capture(ch, start, self.pool.get(p));
+                }
             }
-            c.propagating.push_back((key, done.packet));
-        }
-        if let Some(d) = done.next_done_in {
-            self.events.schedule(now + d, Event::TxDone(ch));
-        }
-        if self.captures.records(ch) {
-            // recorded when serialisation started, as tcpdump on the sender sees it
-            let started = now - c.serialisation_time(done.size);
-            self.captures.capture(ch, started, self.pool.get(done.packet));
-        }
-        if done.lost {
-            self.drop_packet(done.packet);
         }
     }
 
     fn on_arrive(&mut self, now: Time, ch: ChannelId) {
         let c = &mut self.channels[ch.idx()];
-        let (_, p) = c.propagating.pop_front().expect("an arrival without a packet on the wire");
-        if let Some(&(next, _)) = c.propagating.front() {
+        let (head, next) = c.arrive(now);
+        if let Some(next) = next {
             self.events.schedule_reserved(next, Event::Arrive(ch));
         }
-        let node = c.to;
+        let (node, p) = (c.to, head.packet);
+        if head.lost() {
+            return self.drop_packet(p);
+        }
         let pkt = self.pool.get(p);
         if self.iface_node[pkt.dst.idx()] == node {
             return self.deliver(now, p);

@@ -381,7 +381,11 @@ impl Simulation {
                 }
             })
             .collect();
-        let packet_hops = self.channels.iter().map(|c| c.counters.tx_packets).sum();
+        let packet_hops = self
+            .channels
+            .iter()
+            .map(|c| c.counters_at(self.duration).tx_packets)
+            .sum();
         RunResult {
             scenario: self.name.clone(),
             seed: self.seed,
