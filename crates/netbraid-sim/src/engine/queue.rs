@@ -36,6 +36,8 @@ pub struct EventQueue<E> {
     next_seq: u64,
     now: Time,
     executed: u64,
+    /// The root is the event `pop` last returned, not yet removed (see `pop`).
+    root_spent: bool,
 }
 
 impl<E: Copy> Default for EventQueue<E> {
@@ -52,6 +54,7 @@ impl<E: Copy> EventQueue<E> {
             next_seq: 0,
             now: 0,
             executed: 0,
+            root_spent: false,
         }
     }
 
@@ -66,11 +69,11 @@ impl<E: Copy> EventQueue<E> {
     }
 
     pub fn len(&self) -> usize {
-        self.keys.len()
+        self.keys.len() - self.root_spent as usize
     }
 
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        self.len() == 0
     }
 
     /// Schedule `event` at absolute time `at`. Scheduling in the past is a
@@ -100,6 +103,10 @@ impl<E: Copy> EventQueue<E> {
     pub fn schedule_reserved(&mut self, key: EventKey, event: E) {
         debug_assert!(key.time >= self.now, "a reserved place already passed");
         let key = key.packed();
+        if self.root_spent {
+            self.root_spent = false;
+            return self.replace_root(key, event);
+        }
         // sift up: move parents down into the hole until the key fits
         let mut hole = self.keys.len();
         self.keys.push(key);
@@ -118,45 +125,68 @@ impl<E: Copy> EventQueue<E> {
     }
 
     /// Time of the next event, if any.
-    pub fn peek_time(&self) -> Option<Time> {
+    pub fn peek_time(&mut self) -> Option<Time> {
+        self.settle();
         self.keys.first().map(|&k| (k >> 64) as Time)
     }
 
     /// Remove the earliest event and advance the clock to it.
+    ///
+    /// The event stays at the root, marked spent, until the queue is next
+    /// used: most events schedule one more as they run (an arrival, the next
+    /// arrival on its link), and that one then takes the root's place with a
+    /// single sift down, instead of a sift down to remove the root and a sift
+    /// up to insert. The order of events is the same either way: it is the
+    /// order of the keys, whatever the heap's layout.
     pub fn pop(&mut self) -> Option<(Time, E)> {
-        let last_key = self.keys.pop()?;
-        let last_event = self.events.pop().expect("keys and events pair up");
-        let (key, event) = if self.keys.is_empty() {
-            (last_key, last_event)
-        } else {
-            // the last entry fills the root's hole, sifted down
-            let (key, event) = (self.keys[0], self.events[0]);
-            let n = self.keys.len();
-            let mut hole = 0;
-            loop {
-                let left = 2 * hole + 1;
-                if left >= n {
-                    break;
-                }
-                let child = if left + 1 < n && self.keys[left + 1] < self.keys[left] {
-                    left + 1
-                } else {
-                    left
-                };
-                if self.keys[child] >= last_key {
-                    break;
-                }
-                self.keys[hole] = self.keys[child];
-                self.events[hole] = self.events[child];
-                hole = child;
-            }
-            self.keys[hole] = last_key;
-            self.events[hole] = last_event;
-            (key, event)
-        };
+        self.settle();
+        let key = *self.keys.first()?;
+        self.root_spent = true;
         self.now = (key >> 64) as Time;
         self.executed += 1;
-        Some((self.now, event))
+        Some((self.now, self.events[0]))
+    }
+
+    /// Remove a spent root: the last entry takes its place.
+    #[inline]
+    fn settle(&mut self) {
+        if !self.root_spent {
+            return;
+        }
+        self.root_spent = false;
+        let key = self.keys.pop().expect("a spent root is in the heap");
+        let event = self.events.pop().expect("keys and events pair up");
+        if !self.keys.is_empty() {
+            self.replace_root(key, event);
+        }
+    }
+
+    /// Put (key, event) at the root and sift it down.
+    #[inline]
+    fn replace_root(&mut self, key: u128, event: E) {
+        let n = self.keys.len();
+        let (keys, events) = (&mut self.keys[..n], &mut self.events[..n]);
+        let mut hole = 0;
+        loop {
+            let left = 2 * hole + 1;
+            if left >= n {
+                break;
+            }
+            let right = left + 1;
+            let child = if right < n && keys[right] < keys[left] {
+                right
+            } else {
+                left
+            };
+            if keys[child] >= key {
+                break;
+            }
+            keys[hole] = keys[child];
+            events[hole] = events[child];
+            hole = child;
+        }
+        keys[hole] = key;
+        events[hole] = event;
     }
 }
 

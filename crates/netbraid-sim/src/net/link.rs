@@ -104,6 +104,10 @@ pub struct Channel {
     /// Counted when a packet is admitted, as if it had already departed:
     /// read them through `counters_at`.
     pub counters: ChannelCounters,
+    /// Serialisation times of recent sizes, direct-mapped on (size / 4) mod 4:
+    /// a division costs more than the rest of an admission, and a link sees
+    /// few sizes (data and ACKs).
+    pub ser_cache: [(u32, Time); 4],
 }
 
 /// What happened to a packet offered to a channel.
@@ -122,8 +126,13 @@ pub enum Offer {
 }
 
 impl Channel {
-    pub fn serialisation_time(&self, size: u32) -> Time {
-        serialisation_time(size + self.framing_bytes, self.rate_bps)
+    #[inline]
+    fn serialisation_time(&mut self, size: u32) -> Time {
+        let slot = &mut self.ser_cache[(size as usize >> 2) & 3];
+        if slot.0 != size {
+            *slot = (size, serialisation_time(size + self.framing_bytes, self.rate_bps));
+        }
+        slot.1
     }
 
     /// Bring the queue's occupancy to `now`: waiting packets whose

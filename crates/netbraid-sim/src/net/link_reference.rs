@@ -204,6 +204,7 @@ fn rate_server(c: &Config, seed: u64) -> Channel {
         in_link: VecDeque::new(),
         busy_until: 0,
         counters: ChannelCounters::default(),
+        ser_cache: [(u32::MAX, 0); 4],
     }
 }
 

@@ -250,6 +250,7 @@ fn build_network(scn: &Scenario) -> Result<Network, SimError> {
                 in_link: VecDeque::new(),
                 busy_until: 0,
                 counters: ChannelCounters::default(),
+                ser_cache: [(u32::MAX, 0); 4],
             });
         }
     }
