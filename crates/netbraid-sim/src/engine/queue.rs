@@ -172,16 +172,18 @@ impl<E: Copy> EventQueue<E> {
             if left >= n {
                 break;
             }
-            let right = left + 1;
-            let child = if right < n && keys[right] < keys[left] {
-                right
+            // The smaller child, chosen by arithmetic rather than a branch:
+            // which child is smaller is a coin toss the CPU cannot predict.
+            let child = if left + 1 < n {
+                left + (keys[left + 1] < keys[left]) as usize
             } else {
                 left
             };
-            if keys[child] >= key {
+            let least = keys[child];
+            if least >= key {
                 break;
             }
-            keys[hole] = keys[child];
+            keys[hole] = least;
             events[hole] = events[child];
             hole = child;
         }
