@@ -1,7 +1,8 @@
 """The dumbbell benchmark of shared/anchors/dumbbell-benchmark.md, with
 netbraid and htsim measured side by side, in one sitting on one machine.
 
-Method: for each case (N=10 at 10 Mb/s, N=100 at 1 Gb/s; 180 s simulated)
+Method: for each case (N=10 at 10 Mb/s, N=100 at 1 Gb/s, 180 s simulated;
+and, with --case 1000, N=1000 at 10 Gb/s, 60 s simulated)
 the scenario is resolved to JSON once, then each netbraid binary (release
 build of `netbraid-sim`; `target/release/netbraid-sim` unless `--binary` is
 given) runs it in a child process, so Python's start-up and memory are not
@@ -41,8 +42,9 @@ htsim is located by the environment variable NETBRAID_HTSIM (path to the
 which is built on demand by shared/anchors/htsim/build.sh (needs g++ and
 make: Debian package build-essential; about a minute on 2 cores).
 
-    python bench/dumbbell.py                       # both cases, 3 repetitions each
+    python bench/dumbbell.py --side-by-side        # N=10 and N=100, 3 repetitions each
     python bench/dumbbell.py --case 10 --reps 5    # only N=10
+    python bench/dumbbell.py --case 1000           # the scale case (1000 flows, 10 Gb/s, 60 s)
     python bench/dumbbell.py --binary base=/tmp/base/netbraid-sim \\
         --binary new=target/release/netbraid-sim --json out.json
 """
@@ -73,11 +75,23 @@ HTSIM_BUILD_DIR = ROOT / "bench" / ".htsim-build"
 HTSIM_DEFAULT = HTSIM_BUILD_DIR / "sim" / "dumb" / "htsim_dumbbell"
 HTSIM = "htsim"
 
-# htsim_dumbbell arguments per case (shared/anchors/htsim/build.sh).
-HTSIM_ARGS = {
-    10: ["-n", "10", "-bneck", "10", "-access", "100", "-t", "180", "-seed", "1"],
-    100: ["-n", "100", "-bneck", "1000", "-access", "10000", "-t", "180", "-seed", "1"],
+# The cases, by number of flows: bottleneck and access rates (Mb/s),
+# simulated seconds, and the start of the measurement (s). 10 and 100 are
+# the anchor's; 1000 is issue 17's scale case (flows start 10 ms apart, so
+# the last starts at 10.09 s and the window opens later).
+CASES = {
+    10: {"bneck_mbps": 10, "access_mbps": 100, "simulated_s": 180, "measure_from_s": 10},
+    100: {"bneck_mbps": 1000, "access_mbps": 10000, "simulated_s": 180, "measure_from_s": 10},
+    1000: {"bneck_mbps": 10000, "access_mbps": 10000, "simulated_s": 60, "measure_from_s": 15},
 }
+
+
+def htsim_args(n: int) -> list[str]:
+    """htsim_dumbbell's arguments for case n (shared/anchors/htsim/build.sh)."""
+    c = CASES[n]
+    return ["-n", str(n), "-bneck", str(c["bneck_mbps"]), "-access", str(c["access_mbps"]),
+            "-t", str(c["simulated_s"]), "-warmup", str(c["measure_from_s"]), "-seed", "1"]
+
 
 # ns-3.48 as recorded in shared/anchors/dumbbell-benchmark.md on another day
 # (median wall s, events, packet-hops, RSS MiB): printed for reference only,
@@ -90,11 +104,11 @@ NS3_RECORDED = {
 
 def anchor_scenario(n: int) -> nb.Scenario:
     """N senders → R1 → R2 → N receivers, as the anchor describes."""
-    fast = n == 100
-    access = "10Gbps" if fast else "100Mbps"
+    c = CASES[n]
+    access = f"{c['access_mbps']}Mbps"
     s = nb.Scenario(
         name=f"anchor-dumbbell-{n}",
-        duration="180s",
+        duration=f"{c['simulated_s']}s",
         tcp=nb.TcpOptions(
             cc="newreno", recovery="sack", mss=1448, header_bytes=52,  # 1500-byte IP packets
             window="128KB",  # ns-3 default socket buffers (131072 B)
@@ -103,10 +117,10 @@ def anchor_scenario(n: int) -> nb.Scenario:
     )
     s.add_host("L", count=n).add_host("D", count=n).add_router("R1").add_router("R2")
     s.add_link("L", "R1", rate=access, delay="2ms", queue="1000p")
-    s.add_link("R1", "R2", rate="1Gbps" if fast else "10Mbps", delay="5ms", queue="100p")
+    s.add_link("R1", "R2", rate=f"{c['bneck_mbps']}Mbps", delay="5ms", queue="100p")
     s.add_link("R2", "D", rate=access, delay="2ms", queue="1000p")
     s.add_flow("tcp", "L", "D", start="0.1s", start_step="10ms")
-    s.measure = nb.Measure(start="10s", stop="180s")
+    s.measure = nb.Measure(start=f"{c['measure_from_s']}s", stop=f"{c['simulated_s']}s")
     return s
 
 
@@ -201,7 +215,7 @@ def parse_htsim(stdout: str) -> dict[str, float]:
 
 
 def run_htsim(binary: Path, n: int) -> dict:
-    wall, stdout, rss, exact = run_child([str(binary), *HTSIM_ARGS[n]])
+    wall, stdout, rss, exact = run_child([str(binary), *htsim_args(n)])
     kv = parse_htsim(stdout)
     try:
         agg = next(v for k, v in kv.items() if k.startswith("agg_goodput_bps(steady"))
@@ -323,16 +337,20 @@ def print_case(n: int, reps: int, tools: dict[str, dict], first: str | None) -> 
               f"{s['flow_goodput_min_bps'] / 1e6:.2f}-{s['flow_goodput_max_bps'] / 1e6:.2f} Mb/s; "
               f"Jain {s['jain']:.3f}; bottleneck drops {s['bottleneck_drops']:,}{extra}"
               + ("" if s["deterministic"] else "; WARNING: events/packet-hops differ between repetitions"))
-    w, ev, hops, rss = NS3_RECORDED[n]
-    print(f"  ns-3.48 recorded on another day, for reference only (not comparable): median {w} s, "
-          f"events {ev:,}, packet-hops {hops:,}, RSS {rss} MiB")
+    if n in NS3_RECORDED:
+        w, ev, hops, rss = NS3_RECORDED[n]
+        print(f"  ns-3.48 recorded on another day, for reference only (not comparable): median {w} s, "
+              f"events {ev:,}, packet-hops {hops:,}, RSS {rss} MiB")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--case", type=int, choices=[10, 100], action="append",
-                    help="N (repeatable; default both)")
+    ap.add_argument("--side-by-side", action="store_true",
+                    help="run netbraid and htsim alternately in this sitting (what this script always does; "
+                         "the flag only says so)")
+    ap.add_argument("--case", type=int, choices=sorted(CASES), action="append",
+                    help="N (repeatable; default 10 and 100; 1000 is the scale case: 10 Gb/s, 60 s simulated)")
     ap.add_argument("--reps", type=int, default=3, help="alternating repetitions per tool (default 3)")
     ap.add_argument("--binary", action="append", metavar="[LABEL=]PATH",
                     help="a netbraid-sim binary (repeatable; default target/release/netbraid-sim); "
@@ -356,7 +374,8 @@ def main() -> None:
         "started": started.isoformat(timespec="seconds"), "host": platform.node(), "cpu": cpu_model(),
         "cores": os.cpu_count(), "command": sys.argv, "reps": args.reps, "order": order,
         "tools": {**{k: {"path": str(p), "sha256_12": sha256_12(p)} for k, p in binaries.items()},
-                  HTSIM: {"path": str(htsim), "sha256_12": sha256_12(htsim), "args": HTSIM_ARGS}},
+                  HTSIM: {"path": str(htsim), "sha256_12": sha256_12(htsim),
+                          "args": {n: htsim_args(n) for n in CASES}}},
         "cases": {},
     }
     for n in args.case or [10, 100]:
@@ -385,11 +404,11 @@ def main() -> None:
             t["vs_htsim"] = ratios(t["summary"], tools[HTSIM]["summary"])
             if first and label != HTSIM:
                 t["vs_first"] = ratios(t["summary"], tools[first]["summary"])
-        print(f"\n== N={n}: {n} flows, 180 s simulated; medians of {args.reps} alternating runs "
+        print(f"\n== N={n}: {n} flows, {CASES[n]['simulated_s']} s simulated; medians of {args.reps} alternating runs "
               f"(ratios: wall / htsim < 1 and hops/s / htsim > 1 mean faster than htsim)")
         print_case(n, args.reps, tools, first)
         print(flush=True)
-        report["cases"][str(n)] = {"flows": n, "simulated_s": 180, "tools": tools}
+        report["cases"][str(n)] = {"flows": n, **CASES[n], "tools": tools}
     report["finished"] = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n")

@@ -127,7 +127,8 @@ impl Group {
         }
     }
 }
-/// Largest routing table (entries = destinations used × nodes), 1 GiB.
+/// Largest routing table (entries = destinations used × nodes that need a
+/// column: routers and multi-homed hosts), 1 GiB.
 const MAX_ENTRIES: usize = 1 << 28;
 
 /// The topology as routing sees it.
@@ -142,16 +143,29 @@ pub struct Graph<'a> {
 }
 
 /// Next channel for every (node, destination interface in use).
+///
+/// Only routers and hosts with several links have a column of their own: a
+/// host with one link has one way out, so its entry follows from where the
+/// destination is (`Dest`). The table then grows with destinations ×
+/// routers, not destinations × hosts, which would be quadratic in flows.
 pub struct RoutingTable {
     n_nodes: usize,
     is_router: Vec<bool>,
     links: Vec<(NodeId, NodeId)>,
     /// node → [(neighbour, channel from node to it)], in link order.
     adj: Vec<Vec<(u32, u32)>>,
+    /// Per node: its column in `next`, or NO_COLUMN for a host with one link.
+    column_of: Vec<u32>,
+    n_columns: usize,
     /// Per interface: its row in `next`, or NO_SLOT if no traffic goes there.
     slot_of: Vec<u32>,
-    /// Row `slot` holds the entry (channel, LOCAL, NO_ROUTE or group) of every node.
+    /// Per row: where its destination is.
+    dests: Vec<Dest>,
+    /// Row `slot` holds the entry (channel, LOCAL, NO_ROUTE or group) of every
+    /// node with a column.
     next: Vec<u32>,
+    /// Static routes set on hosts without a column: (node, slot) → entry.
+    host_routes: std::collections::HashMap<(u32, u32), u32>,
     /// All equal-cost next hops towards each node P, computed once per P.
     towards: Vec<Option<Vec<Vec<u32>>>>,
     multipath: Vec<Multipath>,
@@ -161,6 +175,18 @@ pub struct RoutingTable {
     max_entries: usize,
 }
 
+/// A destination interface: the node that owns it, the node at the other end
+/// of its link (which every packet for it passes last), and that link's
+/// channel towards the owner.
+#[derive(Clone, Copy)]
+struct Dest {
+    owner: u32,
+    peer: u32,
+    last_hop: u32,
+}
+
+const NO_COLUMN: u32 = u32::MAX;
+
 impl RoutingTable {
     pub fn new(g: &Graph) -> Self {
         let n_nodes = g.is_router.len();
@@ -169,13 +195,28 @@ impl RoutingTable {
             adj[a.idx()].push((b.0, 2 * l as u32));
             adj[b.idx()].push((a.0, 2 * l as u32 + 1));
         }
+        let mut n_columns = 0;
+        let column_of = (0..n_nodes)
+            .map(|n| {
+                if g.is_router[n] || adj[n].len() > 1 {
+                    n_columns += 1;
+                    n_columns as u32 - 1
+                } else {
+                    NO_COLUMN
+                }
+            })
+            .collect();
         Self {
             n_nodes,
             is_router: g.is_router.to_vec(),
             links: g.links.to_vec(),
             adj,
+            column_of,
+            n_columns,
             slot_of: vec![NO_SLOT; g.links.len() * 2],
+            dests: Vec::new(),
             next: Vec::new(),
+            host_routes: Default::default(),
             towards: vec![None; n_nodes],
             multipath: if g.multipath.is_empty() {
                 vec![Multipath::None; n_nodes]
@@ -193,11 +234,12 @@ impl RoutingTable {
         if self.slot_of[dst.idx()] != NO_SLOT {
             return Ok(());
         }
-        let slots = self.next.len() / self.n_nodes.max(1) + 1;
-        if slots * self.n_nodes > self.max_entries {
+        let slots = self.dests.len() + 1;
+        if slots * self.n_columns > self.max_entries {
             return Err(format!(
-                "routing: {slots} destinations × {} nodes exceed the routing table limit of {} entries",
-                self.n_nodes, self.max_entries
+                "routing: {slots} destinations × {} routers and multi-homed hosts exceed the routing table \
+                 limit of {} entries",
+                self.n_columns, self.max_entries
             ));
         }
         let link = dst.link();
@@ -212,8 +254,9 @@ impl RoutingTable {
             self.towards[peer as usize] = Some(next_hops_towards(peer, &self.is_router, &self.adj));
         }
         let peer_forwards = self.is_router[peer as usize];
-        self.slot_of[dst.idx()] = (self.next.len() / self.n_nodes) as u32;
-        for node in 0..self.n_nodes {
+        self.slot_of[dst.idx()] = self.dests.len() as u32;
+        self.dests.push(Dest { owner, peer, last_hop });
+        for node in (0..self.n_nodes).filter(|&n| self.column_of[n] != NO_COLUMN) {
             let entry = if node as u32 == owner {
                 LOCAL
             } else if node as u32 == peer {
@@ -270,9 +313,35 @@ impl RoutingTable {
     /// multipath group) its first channel.
     #[inline]
     fn entry(&self, node: NodeId, dst: IfaceId) -> u32 {
-        match self.slot_of[dst.idx()] {
-            NO_SLOT => NO_ROUTE,
-            slot => self.next[slot as usize * self.n_nodes + node.idx()],
+        match (self.slot_of[dst.idx()], self.column_of[node.idx()]) {
+            (NO_SLOT, _) => NO_ROUTE,
+            (slot, NO_COLUMN) => self.host_entry(node.0, slot),
+            (slot, column) => self.next[slot as usize * self.n_columns + column as usize],
+        }
+    }
+
+    /// The entry of a host with one link (or none), as `add_destination`
+    /// would have written it: its destination's owner is local, its peer is
+    /// across the link, a peer that is a host forwards for nobody, and
+    /// otherwise the way out is the one link if it leads anywhere.
+    fn host_entry(&self, node: u32, slot: u32) -> u32 {
+        if !self.host_routes.is_empty() {
+            if let Some(&e) = self.host_routes.get(&(node, slot)) {
+                return e;
+            }
+        }
+        let d = self.dests[slot as usize];
+        if node == d.owner {
+            LOCAL
+        } else if node == d.peer {
+            d.last_hop
+        } else if !self.is_router[d.peer as usize] {
+            NO_ROUTE
+        } else {
+            let towards = self.towards[d.peer as usize]
+                .as_ref()
+                .expect("computed with the destination");
+            towards[node as usize].first().copied().unwrap_or(NO_ROUTE)
         }
     }
 
@@ -299,8 +368,13 @@ impl RoutingTable {
     /// Override one entry (a static route).
     pub fn set(&mut self, node: NodeId, dst: IfaceId, channel: ChannelId) -> Result<(), String> {
         self.add_destination(dst)?;
-        let slot = self.slot_of[dst.idx()] as usize;
-        self.next[slot * self.n_nodes + node.idx()] = channel.0;
+        let slot = self.slot_of[dst.idx()];
+        match self.column_of[node.idx()] {
+            NO_COLUMN => {
+                self.host_routes.insert((node.0, slot), channel.0);
+            }
+            column => self.next[slot as usize * self.n_columns + column as usize] = channel.0,
+        }
         Ok(())
     }
 }
@@ -415,8 +489,9 @@ mod tests {
 
     #[test]
     fn oversized_tables_are_an_error_not_an_abort() {
+        // a star of routers: every node needs a column
         let n = 2_000;
-        let is_router = vec![false; n];
+        let is_router = vec![true; n];
         let links: Vec<(u32, u32)> = (1..n as u32).map(|h| (0, h)).collect();
         let mut t = Raw(RoutingTable::new(&Graph {
             is_router: &is_router,
@@ -427,6 +502,82 @@ mod tests {
         t.0.max_entries = 100 * n;
         let result = (0..links.len() as u32 * 2).try_for_each(|d| t.add_destination(d));
         assert!(result.unwrap_err().contains("routing table limit"));
+    }
+
+    #[test]
+    fn hosts_with_one_link_take_no_room() {
+        // a dumbbell of 2 × 5000 hosts: 10,000 destinations, but only the two
+        // routers have columns
+        let n = 5_000u32;
+        let (r1, r2) = (2 * n, 2 * n + 1);
+        let mut is_router = vec![false; 2 * n as usize];
+        is_router.extend([true, true]);
+        let mut links: Vec<(u32, u32)> = (0..n).map(|h| (h, r1)).collect();
+        links.push((r1, r2));
+        links.extend((n..2 * n).map(|h| (h, r2)));
+        let mut t = table(&is_router, &links, &[]);
+        for l in (0..links.len() as u32).filter(|&l| l != n) {
+            t.add_destination(2 * l).unwrap(); // the host's side of each access link
+        }
+        assert_eq!(t.0.next.len(), 2 * 2 * n as usize);
+        // host 0 reaches host n across both routers, and the reverse
+        assert_eq!(t.lookup(0, 2 * (n + 1)), 0);
+        assert_eq!(t.lookup(r1, 2 * (n + 1)), 2 * n);
+        assert_eq!(t.lookup(r2, 2 * (n + 1)), 2 * (n + 1) + 1);
+        assert_eq!(t.lookup(n, 0), 2 * (n + 1));
+    }
+
+    /// The oracle for the compact table: the same table with a column for
+    /// every node gives every lookup alike, on random topologies of routers
+    /// and single- and multi-homed hosts, with static routes on hosts.
+    #[test]
+    fn compact_table_answers_as_a_full_one() {
+        let mut rng = 0x2545f4914f6cdd1du64;
+        let mut next = move |m: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % m
+        };
+        for _ in 0..200 {
+            let n = 2 + next(12) as u32;
+            let is_router: Vec<bool> = (0..n).map(|_| next(2) == 0).collect();
+            let links: Vec<(u32, u32)> = (0..next(20))
+                .map(|_| (next(n as u64) as u32, next(n as u64) as u32))
+                .filter(|(a, b)| a != b)
+                .collect();
+            if links.is_empty() {
+                continue;
+            }
+            let mut compact = table(&is_router, &links, &[]);
+            let mut full = table(&is_router, &links, &[]);
+            full.0.column_of = (0..n).collect();
+            full.0.n_columns = n as usize;
+            let ifaces = 2 * links.len() as u32;
+            for _ in 0..ifaces {
+                let d = next(ifaces as u64) as u32;
+                compact.add_destination(d).unwrap();
+                full.add_destination(d).unwrap();
+            }
+            for _ in 0..3 {
+                let (node, d, ch) = (
+                    next(n as u64) as u32,
+                    next(ifaces as u64) as u32,
+                    next(ifaces as u64) as u32,
+                );
+                compact.0.set(NodeId(node), IfaceId(d), ChannelId(ch)).unwrap();
+                full.0.set(NodeId(node), IfaceId(d), ChannelId(ch)).unwrap();
+            }
+            for node in 0..n {
+                for d in 0..ifaces {
+                    assert_eq!(
+                        compact.lookup(node, d),
+                        full.lookup(node, d),
+                        "node {node}, dst {d}: {links:?}"
+                    );
+                }
+            }
+        }
     }
 
     /// h0 - r1 =(k parallel links)= r2 - h1, with policy at r1.
