@@ -42,7 +42,10 @@ pub fn run_json(scenario_json: &str) -> Result<String, SimError> {
 
 /// As `run_json`, asking `interrupted` now and then whether to stop.
 pub fn run_json_with(scenario_json: &str, interrupted: &mut dyn FnMut() -> bool) -> Result<String, SimError> {
-    let result = Simulation::new(&parse_scenario(scenario_json)?)?.run_with(interrupted)?;
+    // the parsed scenario is dropped once the simulation is built, not held
+    // through the run (with many flows it is a good part of the memory)
+    let sim = Simulation::new(&parse_scenario(scenario_json)?)?;
+    let result = sim.run_with(interrupted)?;
     serde_json::to_string(&result).map_err(|e| SimError::Output(format!("could not encode results: {e}")))
 }
 
@@ -76,6 +79,15 @@ pub fn forwarding_json(scenario_json: &str) -> Result<String, SimError> {
         .map(|(node, dst_iface, channels)| serde_json::json!({"node": node, "dst_iface": dst_iface, "channels": channels}))
         .collect();
     Ok(serde_json::Value::Array(rows).to_string())
+}
+
+/// Build the simulation of a resolved scenario given as owned JSON text,
+/// freeing the text and the parsed scenario before the run (the binary's
+/// way: its peak memory is then the simulation's own).
+pub fn simulation_from_json(text: String) -> Result<Simulation, SimError> {
+    let scenario = parse_scenario(&text)?;
+    drop(text);
+    Simulation::new(&scenario)
 }
 
 pub fn parse_scenario(json: &str) -> Result<Scenario, SimError> {

@@ -127,7 +127,10 @@ impl Endpoint for Relay {
         self.pump(now, out);
     }
     fn poll_at(&self) -> Option<Time> {
-        earliest(StreamReceiver::poll_at(&self.inbound), StreamSender::poll_at(&self.outbound))
+        earliest(
+            StreamReceiver::poll_at(&self.inbound),
+            StreamSender::poll_at(&self.outbound),
+        )
     }
     fn path_count(&self) -> usize {
         2

@@ -17,7 +17,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match netbraid_sim::run_json(&text) {
+    let result = netbraid_sim::simulation_from_json(text).and_then(|sim| sim.run());
+    let json = result.and_then(|r| {
+        serde_json::to_string(&r).map_err(|e| netbraid_sim::SimError::Output(format!("could not encode results: {e}")))
+    });
+    match json {
         Ok(json) => {
             println!("{json}");
             ExitCode::SUCCESS

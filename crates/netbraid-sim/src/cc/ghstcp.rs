@@ -320,7 +320,10 @@ mod tests {
         round(&mut g, n, 40 * MILLISECOND, w0 / MSS);
         n += 1;
         let grown = (g.window() - w0) as f64 / MSS as f64;
-        assert!((0.9..=1.01).contains(&grown), "Reno mode grew {grown} segments in a round");
+        assert!(
+            (0.9..=1.01).contains(&grown),
+            "Reno mode grew {grown} segments in a round"
+        );
         for _ in 0..10 {
             round(&mut g, n, 40 * MILLISECOND, 10);
             n += 1;
@@ -383,13 +386,14 @@ mod tests {
 
     #[test]
     fn contradicting_thresholds_are_refused() {
-        let given = |k: &str, v: f64| {
-            std::collections::BTreeMap::from([(k.to_string(), serde_json::Value::from(v))])
-        };
+        let given = |k: &str, v: f64| std::collections::BTreeMap::from([(k.to_string(), serde_json::Value::from(v))]);
         let e = crate::cc::check("", "ghstcp-approx", &given("pct_hs", 0.9))
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with("cc_params.pct_hs: 0.9 must not exceed pct_reno (0.66)"), "{e}");
+        assert!(
+            e.starts_with("cc_params.pct_hs: 0.9 must not exceed pct_reno (0.66)"),
+            "{e}"
+        );
         let e = crate::cc::check("", "ghstcp-approx", &given("t_lo", 0.5))
             .unwrap_err()
             .to_string();

@@ -89,7 +89,8 @@ pub(super) const OPTION_PARAMS: [ParamInfo; 4] = [
     },
     ParamInfo {
         name: "max_ssthresh",
-        doc: "RFC 3742 Limited Slow-Start above this window (segments; 0: off, as ns-2's default; the RFC suggests 100)",
+        doc:
+            "RFC 3742 Limited Slow-Start above this window (segments; 0: off, as ns-2's default; the RFC suggests 100)",
         kind: ParamKind::Number {
             default: 0.0,
             min: 0.0,
@@ -551,7 +552,10 @@ pub(super) mod tests {
                 }
             }
             let mean = data / time;
-            assert!((mean / model - 1.0).abs() <= 0.10, "p {p}: mean window {mean:.0}, model {model:.0}");
+            assert!(
+                (mean / model - 1.0).abs() <= 0.10,
+                "p {p}: mean window {mean:.0}, model {model:.0}"
+            );
         }
     }
 
@@ -583,7 +587,11 @@ pub(super) mod tests {
                 hs.on_ack(&ack(MSS));
                 reno.on_ack(&ack(MSS));
             }
-            assert_eq!((hs.window(), hs.ssthresh()), (reno.window(), reno.ssthresh()), "ACK {i}");
+            assert_eq!(
+                (hs.window(), hs.ssthresh()),
+                (reno.window(), reno.ssthresh()),
+                "ACK {i}"
+            );
         }
     }
 
@@ -647,7 +655,10 @@ pub(super) mod tests {
             }
             rounds += 1;
         }
-        assert!(rounds > 20, "{rounds} rounds to 1000 segments (plain slow start needs 9)");
+        assert!(
+            rounds > 20,
+            "{rounds} rounds to 1000 segments (plain slow start needs 9)"
+        );
     }
 
     #[test]
@@ -656,7 +667,10 @@ pub(super) mod tests {
         let e = check("flow 'f'.", "hstcp", &given("low_window", 90000.0))
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with("flow 'f'.cc_params.low_window: 90000 must be below high_window"), "{e}");
+        assert!(
+            e.starts_with("flow 'f'.cc_params.low_window: 90000 must be below high_window"),
+            "{e}"
+        );
         let e = check("", "hstcp", &given("high_p", 0.01)).unwrap_err().to_string();
         assert!(e.starts_with("cc_params.high_p: 0.01 must be below low_p"), "{e}");
     }

@@ -117,7 +117,9 @@ impl SctpChunk {
             SctpChunk::Data { len, .. } => data_chunk_bytes(*len),
             SctpChunk::Sack { gaps, duplicates, .. } => sack_chunk_bytes(gaps.len(), duplicates.len()),
             // chunk header + heartbeat-info parameter (type, length, info)
-            SctpChunk::Heartbeat { .. } | SctpChunk::HeartbeatAck { .. } => (4 + 4 + SCTP_HEARTBEAT_INFO).div_ceil(4) * 4,
+            SctpChunk::Heartbeat { .. } | SctpChunk::HeartbeatAck { .. } => {
+                (4 + 4 + SCTP_HEARTBEAT_INFO).div_ceil(4) * 4
+            }
         }
     }
 }
@@ -183,7 +185,10 @@ mod tests {
                 duplicates: vec![],
                 dac_packets: 1,
             };
-            assert_eq!(20 + Ext::Sctp(smallvec::smallvec![sack]).wire_bytes(), 20 + 12 + 16 + 4 * k as u32);
+            assert_eq!(
+                20 + Ext::Sctp(smallvec::smallvec![sack]).wire_bytes(),
+                20 + 12 + 16 + 4 * k as u32
+            );
         }
         let dups = SctpChunk::Sack {
             cum_tsn: 1,

@@ -154,7 +154,7 @@ impl Simulation {
         }
         check_time("duration", scn.duration_ns)?;
         let mut net = build_network(scn)?;
-        let mut tracks = Tracks::new(net.channels.len());
+        let mut tracks = Tracks::new();
         let (endpoints, flows) = build_flows(scn, &mut net, &mut tracks, factory)?;
         let m = &scn.measure;
         if m.start_ns >= m.stop_ns {

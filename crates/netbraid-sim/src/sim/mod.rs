@@ -72,46 +72,39 @@ crate::counters! {
 /// names its track, so the per-hop bookkeeping is one indexed write.
 struct Tracks {
     acct: Vec<FlowAccounting>,
-    /// Per track, a bitset of the channels its packets (both directions)
-    /// were offered to: `words` u64s each.
-    links: Vec<u64>,
-    words: usize,
+    /// Per track, the channels its packets (both directions) were offered
+    /// to, in first-use order: a few per path, so a list (a bitset over all
+    /// channels would grow with flows × links).
+    links: Vec<Vec<u32>>,
 }
 
 impl Tracks {
-    fn new(n_channels: usize) -> Self {
+    fn new() -> Self {
         Self {
             acct: Vec::new(),
             links: Vec::new(),
-            words: n_channels.div_ceil(64),
         }
     }
     /// Tracks for a new flow with `n` paths; returns their range.
     fn add(&mut self, n: usize) -> std::ops::Range<u32> {
         let first = self.acct.len() as u32;
         self.acct.resize(self.acct.len() + n, FlowAccounting::default());
-        self.links.resize(self.links.len() + n * self.words, 0);
+        self.links.resize(self.links.len() + n, Vec::new());
         first..first + n as u32
     }
     #[inline]
     fn mark(&mut self, track: u32, ch: ChannelId) {
-        self.links[track as usize * self.words + ch.idx() / 64] |= 1 << (ch.0 % 64);
+        let used = &mut self.links[track as usize];
+        if !used.contains(&ch.0) {
+            used.push(ch.0);
+        }
     }
     /// Channels used by any of `tracks`, in channel order.
     fn used(&self, tracks: std::ops::Range<u32>) -> Vec<ChannelId> {
-        let mut all = vec![0u64; self.words];
-        for t in tracks {
-            let bits = &self.links[t as usize * self.words..(t as usize + 1) * self.words];
-            all.iter_mut().zip(bits).for_each(|(x, y)| *x |= y);
-        }
-        all.iter()
-            .enumerate()
-            .flat_map(|(w, &bits)| {
-                (0..64)
-                    .filter(move |b| bits >> b & 1 == 1)
-                    .map(move |b| ChannelId((w * 64 + b) as u32))
-            })
-            .collect()
+        let mut all: Vec<u32> = tracks.flat_map(|t| self.links[t as usize].iter().copied()).collect();
+        all.sort_unstable();
+        all.dedup();
+        all.into_iter().map(ChannelId).collect()
     }
     fn acct(&self, tracks: std::ops::Range<u32>) -> FlowAccounting {
         tracks.fold(FlowAccounting::default(), |a, t| a.plus(&self.acct[t as usize]))

@@ -193,7 +193,11 @@ impl RangeSet {
     pub fn last_gap_below(&self, seq: u64, floor: u64) -> Option<u64> {
         let live = self.ranges();
         let i = live.partition_point(|r| r.1 < seq);
-        let top = if i < live.len() && live[i].0 < seq { live[i].0 } else { seq };
+        let top = if i < live.len() && live[i].0 < seq {
+            live[i].0
+        } else {
+            seq
+        };
         (top > floor).then(|| top - 1)
     }
 

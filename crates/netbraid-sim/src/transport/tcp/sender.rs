@@ -473,11 +473,7 @@ impl TcpSender {
 
         // (PRR counts what each ACK delivers: the cumulative ACK's advance
         // and the change in SACKed bytes above it)
-        let sacked_before = if self.prr_on() {
-            self.sacked.bytes()
-        } else {
-            0
-        };
+        let sacked_before = if self.prr_on() { self.sacked.bytes() } else { 0 };
         if self.cfg.rack {
             self.rack.begin_ack();
         }
@@ -1094,7 +1090,11 @@ impl TcpSender {
         } else {
             None
         };
-        debug_assert_eq!(chosen, self.next_segment_by_scan(), "NextSeg by ranges and by segments differ");
+        debug_assert_eq!(
+            chosen,
+            self.next_segment_by_scan(),
+            "NextSeg by ranges and by segments differ"
+        );
         chosen
     }
 
