@@ -202,7 +202,9 @@ impl Simulation {
     /// directions), for the directions that sent anything.
     fn links_of(&self, f: usize, tracks: std::ops::Range<u32>) -> Vec<ChannelId> {
         let flow = &self.flows[f];
-        let mut used = vec![false; self.channels.len()];
+        // (a list, not a flag per channel: results for many flows would
+        // otherwise cost flows × channels)
+        let mut used = Vec::new();
         for t in tracks {
             let acct = &self.tracks.acct[t as usize];
             let k = (t - flow.tracks.start) as usize;
@@ -216,7 +218,7 @@ impl Simulation {
                 let mut ch = path.out_channel;
                 // Routes were checked loop-free when the flow was built.
                 for _ in 0..=self.channels.len() {
-                    used[ch.idx()] = true;
+                    used.push(ch);
                     let node = self.channels[ch.idx()].to;
                     match self.routes.lookup(node, path.remote).channel() {
                         Some(next) if node != target => ch = next,
@@ -225,10 +227,9 @@ impl Simulation {
                 }
             }
         }
-        (0..used.len())
-            .filter(|&c| used[c])
-            .map(|c| ChannelId(c as u32))
-            .collect()
+        used.sort_unstable();
+        used.dedup();
+        used
     }
 
     pub(super) fn results(mut self, wall_s: f64) -> RunResult {
