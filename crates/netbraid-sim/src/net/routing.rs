@@ -149,13 +149,14 @@ pub struct Graph<'a> {
 /// destination is (`Dest`). The table then grows with destinations ×
 /// routers, not destinations × hosts, which would be quadratic in flows.
 pub struct RoutingTable {
-    n_nodes: usize,
     is_router: Vec<bool>,
     links: Vec<(NodeId, NodeId)>,
     /// node → [(neighbour, channel from node to it)], in link order.
     adj: Vec<Vec<(u32, u32)>>,
     /// Per node: its column in `next`, or NO_COLUMN for a host with one link.
     column_of: Vec<u32>,
+    /// The nodes with a column, in column order.
+    columns: Vec<u32>,
     n_columns: usize,
     /// Per interface: its row in `next`, or NO_SLOT if no traffic goes there.
     slot_of: Vec<u32>,
@@ -195,23 +196,20 @@ impl RoutingTable {
             adj[a.idx()].push((b.0, 2 * l as u32));
             adj[b.idx()].push((a.0, 2 * l as u32 + 1));
         }
-        let mut n_columns = 0;
-        let column_of = (0..n_nodes)
-            .map(|n| {
-                if g.is_router[n] || adj[n].len() > 1 {
-                    n_columns += 1;
-                    n_columns as u32 - 1
-                } else {
-                    NO_COLUMN
-                }
-            })
+        let columns: Vec<u32> = (0..n_nodes as u32)
+            .filter(|&n| g.is_router[n as usize] || adj[n as usize].len() > 1)
             .collect();
+        let mut column_of = vec![NO_COLUMN; n_nodes];
+        for (c, &n) in columns.iter().enumerate() {
+            column_of[n as usize] = c as u32;
+        }
+        let n_columns = columns.len();
         Self {
-            n_nodes,
             is_router: g.is_router.to_vec(),
             links: g.links.to_vec(),
             adj,
             column_of,
+            columns,
             n_columns,
             slot_of: vec![NO_SLOT; g.links.len() * 2],
             dests: Vec::new(),
@@ -256,7 +254,10 @@ impl RoutingTable {
         let peer_forwards = self.is_router[peer as usize];
         self.slot_of[dst.idx()] = self.dests.len() as u32;
         self.dests.push(Dest { owner, peer, last_hop });
-        for node in (0..self.n_nodes).filter(|&n| self.column_of[n] != NO_COLUMN) {
+        // (the nodes with a column, in order: not every node, which would
+        // make adding destinations cost destinations × hosts)
+        for &node in &self.columns {
+            let node = node as usize;
             let entry = if node as u32 == owner {
                 LOCAL
             } else if node as u32 == peer {
@@ -552,6 +553,7 @@ mod tests {
             let mut compact = table(&is_router, &links, &[]);
             let mut full = table(&is_router, &links, &[]);
             full.0.column_of = (0..n).collect();
+            full.0.columns = (0..n).collect();
             full.0.n_columns = n as usize;
             let ifaces = 2 * links.len() as u32;
             for _ in 0..ifaces {
