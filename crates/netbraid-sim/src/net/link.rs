@@ -17,7 +17,9 @@
 //!   packet finds the transmitter free;
 //! - the loss model is drawn at admission, in admission order, which for a
 //!   FIFO is the order of transmission; an outage is checked at the packet's
-//!   departure time; a lost packet is removed when it would have arrived;
+//!   departure time; a lost packet leaves the link when it would have
+//!   arrived, but its drop is counted as of its departure whenever the
+//!   counters are read (`Simulation::count_wire_losses`);
 //! - counters of transmitted packets are kept at admission and corrected for
 //!   the packets not yet departed when read (`counters_at`).
 //!
@@ -58,18 +60,26 @@ pub struct InLink {
     /// When its serialisation starts.
     pub start: Time,
     pub packet: PacketRef,
-    /// Size in bytes, and in the top bit whether the loss model (or an
-    /// outage) took it: then it is dropped, not delivered.
+    /// Size in bytes; in the top bit whether the loss model (or an outage)
+    /// took it (then it is dropped, not delivered), in the next whether that
+    /// drop has been counted already (`Simulation::count_wire_losses`).
     size_lost: u32,
 }
 
 impl InLink {
     const LOST: u32 = 1 << 31;
+    const COUNTED: u32 = 1 << 30;
     pub fn size(&self) -> u32 {
-        self.size_lost & !Self::LOST
+        self.size_lost & !(Self::LOST | Self::COUNTED)
     }
     pub fn lost(&self) -> bool {
         self.size_lost & Self::LOST != 0
+    }
+    pub fn counted(&self) -> bool {
+        self.size_lost & Self::COUNTED != 0
+    }
+    pub fn set_counted(&mut self) {
+        self.size_lost |= Self::COUNTED;
     }
 }
 
@@ -185,7 +195,9 @@ impl Channel {
             }
             self.busy_until
         };
-        let depart = start + self.serialisation_time(size);
+        // (saturating: a queue of many packets on a very slow link may be
+        // busy beyond the end of time; those never leave before the run ends)
+        let depart = start.saturating_add(self.serialisation_time(size));
         self.busy_until = depart;
         self.counters.tx_packets += 1;
         self.counters.tx_bytes += size as u64;
@@ -195,9 +207,9 @@ impl Channel {
             self.counters.loss_drops += 1;
         }
         let first = self.in_link.is_empty();
-        debug_assert!(size < InLink::LOST, "packet sizes are checked far below 2 GiB");
+        debug_assert!(size < InLink::COUNTED, "packet sizes are checked far below 1 GiB");
         self.in_link.push_back(InLink {
-            arrival: reserve(depart + self.delay),
+            arrival: reserve(depart.saturating_add(self.delay)),
             start,
             packet,
             size_lost: size | if lost { InLink::LOST } else { 0 },
@@ -222,12 +234,17 @@ impl Channel {
         (head, self.in_link.front().map(|n| n.arrival))
     }
 
+    /// When a packet in the link finishes serialisation.
+    pub fn departure(&self, p: &InLink) -> Time {
+        p.arrival.time() - self.delay
+    }
+
     /// The counters as of `now`: packets that have not finished
     /// serialisation yet are taken back out.
     pub fn counters_at(&self, now: Time) -> ChannelCounters {
         let mut c = self.counters;
         for p in self.in_link.iter().rev() {
-            if p.arrival.time() - self.delay <= now {
+            if self.departure(p) <= now {
                 break;
             }
             c.tx_packets -= 1;

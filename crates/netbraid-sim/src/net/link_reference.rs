@@ -304,3 +304,35 @@ fn rate_server_decides_as_the_two_event_model() {
     );
     assert!(ties > 500, "offers at the instant of a departure: {ties}");
 }
+
+/// A very slow link with a long queue may be busy beyond the end of time:
+/// departures saturate at the largest time instead of wrapping round, and
+/// the packets still leave in order.
+#[test]
+fn a_link_busy_beyond_the_end_of_time_saturates() {
+    let c = Config {
+        rate_bps: 1,
+        framing_bytes: 0,
+        delay: 1_000,
+        limit: QueueLimit::Packets(100_000),
+        red: None,
+        loss: LossModel::None,
+        down: Vec::new(),
+    };
+    let mut link = rate_server(&c, 1);
+    let mut keys: EventQueue<()> = EventQueue::new();
+    let mut last = None;
+    for i in 0..40_000u32 {
+        match link.offer(0, PacketRef(i), 65_507, false, |at| keys.reserve(at)) {
+            Offer::Admitted { depart, .. } => {
+                let key = link.in_link.back().unwrap().arrival;
+                assert!(last.is_none_or(|l| l < key), "packet {i} arrives out of order");
+                assert!(depart >= last.map_or(0, |l: crate::engine::EventKey| l.time() - c.delay));
+                last = Some(key);
+            }
+            Offer::Dropped => panic!("the queue has room"),
+        }
+    }
+    assert_eq!(link.busy_until, Time::MAX);
+    assert_eq!(link.counters_at(1_000_000).tx_packets, 0);
+}

@@ -120,6 +120,7 @@ impl Simulation {
     }
 
     pub(super) fn snapshot(&mut self, now: Time) -> Snapshot {
+        self.count_wire_losses(now);
         let flows = (0..self.flows.len())
             .map(|f| {
                 let total = self.counts(now, f, Scope::All);

@@ -362,7 +362,10 @@ impl Simulation {
         }
         let (node, p) = (c.to, head.packet);
         if head.lost() {
-            return self.drop_packet(p);
+            if !head.counted() {
+                self.count_drop(p);
+            }
+            return self.pool.free(p);
         }
         let pkt = self.pool.get(p);
         if self.iface_node[pkt.dst.idx()] == node {
@@ -393,6 +396,32 @@ impl Simulation {
     }
 
     fn drop_packet(&mut self, p: PacketRef) {
+        self.count_drop(p);
+        self.pool.free(p);
+    }
+
+    /// A packet lost on the wire is dropped as of its departure, though it
+    /// stays in its link until it would have arrived: before counters are
+    /// read at `now`, count the drops of those that have departed.
+    fn count_wire_losses(&mut self, now: Time) {
+        for ch in 0..self.channels.len() {
+            let c = &self.channels[ch];
+            let due = c
+                .in_link
+                .iter()
+                .take_while(|p| c.departure(p) <= now)
+                .enumerate()
+                .filter(|(_, p)| p.lost() && !p.counted())
+                .map(|(i, p)| (i, p.packet))
+                .collect::<Vec<_>>();
+            for (i, p) in due {
+                self.count_drop(p);
+                self.channels[ch].in_link[i].set_counted();
+            }
+        }
+    }
+
+    fn count_drop(&mut self, p: PacketRef) {
         let pkt = self.pool.get(p);
         let acct = &mut self.tracks.acct[pkt.track as usize];
         acct.dropped_bytes += pkt.size as u64;
@@ -401,7 +430,6 @@ impl Simulation {
         } else {
             acct.ack_packets_dropped += 1;
         }
-        self.pool.free(p);
     }
 }
 

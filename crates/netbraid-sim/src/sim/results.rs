@@ -244,9 +244,18 @@ impl Simulation {
             channels: vec![Default::default(); self.channels.len()],
         });
         let window = as_secs_f64(stop.time - start.time).max(1e-12);
+        // Every departure up to the end has happened: a packet lost on the
+        // wire by then is dropped, not in flight, though still in its link.
+        self.count_wire_losses(self.duration);
         let mut in_flight = vec![0u64; self.flows.len()];
         for p in self.pool.iter_live() {
             in_flight[p.flow.idx()] += p.size as u64;
+        }
+        for c in &self.channels {
+            for p in c.in_link.iter().filter(|p| p.counted()) {
+                let pkt = self.pool.get(p.packet);
+                in_flight[pkt.flow.idx()] -= pkt.size as u64;
+            }
         }
         let mut flows = Vec::with_capacity(self.flows.len());
         #[allow(clippy::needless_range_loop)] // i indexes flows, snapshots and in_flight alike

@@ -275,6 +275,42 @@ fn conservation_with_loss_and_congestion() {
     assert!(r.flows.iter().map(|f| f.accounting.dropped_bytes).sum::<u64>() > 0);
 }
 
+/// A packet the link loses on the wire is one the flow loses, counted at the
+/// same instant (its departure): over measurement windows and run ends that
+/// fall while lost packets are still on a long wire, the flow's lost packets
+/// equal the link's loss drops, and conservation holds at the end.
+#[test]
+fn wire_losses_count_for_the_flow_when_the_link_counts_them() {
+    for (stop, end) in [
+        (1_013_000_000, 3_020_000_000),
+        (2_000_000_000, 2_000_000_000),
+        (777_777_777, 1_234_567_890),
+    ] {
+        let cbr = FlowKind::Cbr {
+            rate_bps: 5_000_000,
+            packet_bytes: 1000,
+            header_bytes: 28,
+        };
+        let mut scn = scenario(
+            &[("a", false), ("b", false)],
+            &[(0, 1)],
+            vec![flow("u", 0, 1, cbr)],
+            end,
+        );
+        scn.links[0].ab.delay_ns = 50 * MILLISECOND;
+        scn.links[0].ab.loss = LossSpec::Bernoulli { p: 0.1 };
+        scn.measure.start_ns = 100_000_000;
+        scn.measure.stop_ns = stop;
+        let r = Simulation::new(&scn).unwrap().run().unwrap();
+        let f = &r.flows[0];
+        let link = r.links.iter().find(|l| l.name == "a->b").unwrap();
+        assert!(link.loss_drops > 10, "the case must lose packets");
+        assert_eq!(f.packets_lost, link.loss_drops, "window ending at {stop}");
+        let a = f.accounting;
+        assert_eq!(a.sent_bytes, a.delivered_bytes + a.dropped_bytes + a.in_flight_bytes);
+    }
+}
+
 /// Built-in kinds use one path; asking for two is a clear error.
 #[test]
 fn single_path_kinds_refuse_several_paths() {
