@@ -111,6 +111,9 @@ pub struct Channel {
     pub in_link: VecDeque<InLink>,
     /// When the transmitter finishes the last packet admitted (≤ now: idle).
     pub busy_until: Time,
+    /// Lost packets among `in_link` (so that reading the counters can skip
+    /// the links that hold none).
+    pub lost_in_link: u32,
     /// Counted when a packet is admitted, as if it had already departed:
     /// read them through `counters_at`.
     pub counters: ChannelCounters,
@@ -205,6 +208,7 @@ impl Channel {
         let lost = self.loss.lose_next() || down;
         if lost {
             self.counters.loss_drops += 1;
+            self.lost_in_link += 1;
         }
         let first = self.in_link.is_empty();
         debug_assert!(size < InLink::COUNTED, "packet sizes are checked far below 1 GiB");
@@ -231,6 +235,7 @@ impl Channel {
             .in_link
             .pop_front()
             .expect("an arrival without a packet in the link");
+        self.lost_in_link -= head.lost() as u32;
         (head, self.in_link.front().map(|n| n.arrival))
     }
 

@@ -203,6 +203,7 @@ fn rate_server(c: &Config, seed: u64) -> Channel {
         loss: LossProcess::new(c.loss.clone(), RandomStream::new(seed, "loss")),
         in_link: VecDeque::new(),
         busy_until: 0,
+        lost_in_link: 0,
         counters: ChannelCounters::default(),
         ser_cache: [(u32::MAX, 0); 4],
     }

@@ -249,6 +249,7 @@ fn build_network(scn: &Scenario) -> Result<Network, SimError> {
                 loss: LossProcess::new(LossModel::from(&spec.loss), stream),
                 in_link: VecDeque::new(),
                 busy_until: 0,
+                lost_in_link: 0,
                 counters: ChannelCounters::default(),
                 ser_cache: [(u32::MAX, 0); 4],
             });

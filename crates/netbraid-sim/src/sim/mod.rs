@@ -406,6 +406,9 @@ impl Simulation {
     fn count_wire_losses(&mut self, now: Time) {
         for ch in 0..self.channels.len() {
             let c = &self.channels[ch];
+            if c.lost_in_link == 0 {
+                continue;
+            }
             let due = c
                 .in_link
                 .iter()
