@@ -30,8 +30,15 @@ fn mix64(mut z: u64) -> u64 {
 /// always hash alike; two subflows with other ports may not.
 #[inline]
 pub fn five_tuple_hash(p: &Packet, node: NodeId) -> u64 {
-    let addrs = (p.src.0 as u64) << 32 | p.dst.0 as u64;
-    let ports = (p.src_port as u64) << 24 | (p.dst_port as u64) << 8 | p.protocol() as u64;
+    five_tuple_hash_of(p.src, p.dst, p.src_port, p.dst_port, p.protocol(), node)
+}
+
+/// The same hash from the five-tuple's parts (for walking a flow's path
+/// without a packet in hand).
+#[inline]
+pub fn five_tuple_hash_of(src: IfaceId, dst: IfaceId, src_port: u16, dst_port: u16, protocol: u8, node: NodeId) -> u64 {
+    let addrs = (src.0 as u64) << 32 | dst.0 as u64;
+    let ports = (src_port as u64) << 24 | (dst_port as u64) << 8 | protocol as u64;
     mix64(addrs ^ mix64(ports ^ (node.0 as u64) << 40))
 }
 
@@ -292,10 +299,12 @@ impl RoutingTable {
         Ok(())
     }
 
-    /// Whether any entry spreads traffic over several next hops (then which
-    /// channels a flow uses is known only by watching its packets).
-    pub fn has_multipath(&self) -> bool {
-        !self.groups.is_empty()
+    /// Whether any entry spreads one flow's packets over several next hops
+    /// (round robin, weighted): then which channels a flow uses is known
+    /// only by watching its packets. ECMP keeps a flow on one path, which
+    /// `lookup_flow` finds from its five-tuple.
+    pub fn splits_flows(&self) -> bool {
+        self.groups.iter().any(|g| g.policy != Multipath::Ecmp)
     }
 
     /// The next channel from `node` towards `dst`. Multipath groups pick one
@@ -351,6 +360,21 @@ impl RoutingTable {
     pub fn lookup(&self, node: NodeId, dst: IfaceId) -> Next {
         let e = self.entry(node, dst);
         Next::from_entry(match group_of(e) {
+            Some(g) => self.groups[g].channels[0],
+            None => e,
+        })
+    }
+
+    /// The next hop of a flow whose five-tuple hashes to `flow_hash` here:
+    /// what `route` picks, for ECMP without a packet and without changing
+    /// any state (a round-robin or weighted group gives its first channel).
+    pub fn lookup_flow(&self, node: NodeId, dst: IfaceId, flow_hash: impl FnOnce() -> u64) -> Next {
+        let e = self.entry(node, dst);
+        Next::from_entry(match group_of(e) {
+            Some(g) if self.groups[g].policy == Multipath::Ecmp => {
+                let channels = &self.groups[g].channels;
+                channels[(flow_hash() % channels.len() as u64) as usize]
+            }
             Some(g) => self.groups[g].channels[0],
             None => e,
         })

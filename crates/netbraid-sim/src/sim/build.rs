@@ -169,7 +169,7 @@ impl Simulation {
             }
         }
         let captures = build_captures(scn, net.channels.len())?;
-        let mark_links = net.routes.has_multipath();
+        let mark_links = net.routes.splits_flows();
         Ok(Self {
             name: scn.name.clone(),
             seed: scn.seed,

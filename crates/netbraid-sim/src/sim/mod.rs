@@ -72,6 +72,9 @@ crate::counters! {
 /// names its track, so the per-hop bookkeeping is one indexed write.
 struct Tracks {
     acct: Vec<FlowAccounting>,
+    /// Per track, the protocol number of its packets (0 before the first),
+    /// for walking an ECMP path by the five-tuple hash.
+    protocol: Vec<u8>,
     /// Per track, the channels its packets (both directions) were offered
     /// to, in first-use order: a few per path, so a list (a bitset over all
     /// channels would grow with flows × links).
@@ -82,6 +85,7 @@ impl Tracks {
     fn new() -> Self {
         Self {
             acct: Vec::new(),
+            protocol: Vec::new(),
             links: Vec::new(),
         }
     }
@@ -89,6 +93,7 @@ impl Tracks {
     fn add(&mut self, n: usize) -> std::ops::Range<u32> {
         let first = self.acct.len() as u32;
         self.acct.resize(self.acct.len() + n, FlowAccounting::default());
+        self.protocol.resize(self.protocol.len() + n, 0);
         self.links.resize(self.links.len() + n, Vec::new());
         first..first + n as u32
     }
@@ -149,8 +154,9 @@ pub struct Simulation {
     flows: Vec<Flow>,
     tracks: Tracks,
     /// Record the channels each packet is offered to: needed only where
-    /// multipath routing makes a flow's links a matter of chance; otherwise
-    /// they follow from the tables (`Simulation::links_of`) at no cost per hop.
+    /// per-packet multipath routing (round robin, weighted) makes a flow's
+    /// links a matter of chance; otherwise they follow from the tables and,
+    /// for ECMP, the five-tuple (`Simulation::links_of`) at no cost per hop.
     mark_links: bool,
     outbox: crate::endpoint::Outbox,
     duration: Time,
@@ -309,6 +315,7 @@ impl Simulation {
             } else {
                 acct.ack_packets_sent += 1;
             }
+            self.tracks.protocol[pkt.track as usize] = pkt.protocol();
             let p = self.pool.insert(pkt);
             self.forward(now, path.out_channel, p);
         }

@@ -5,6 +5,7 @@ use super::Simulation;
 use crate::endpoint::Scope;
 use crate::engine::time::as_secs_f64;
 use crate::ids::ChannelId;
+use crate::net::routing::five_tuple_hash_of;
 use crate::net::{format_addr, iface_addr};
 use crate::trace::series::TimeSeries;
 use crate::transport::tcp::CongestionRecord;
@@ -197,7 +198,8 @@ impl Simulation {
             .collect()
     }
 
-    /// Without multipath routing a path's channels follow from the tables:
+    /// Without per-packet multipath routing a path's channels follow from
+    /// the tables (and the five-tuple hash at ECMP routers):
     /// from each end's first channel, hop by hop to the other end (both
     /// directions), for the directions that sent anything.
     fn links_of(&self, f: usize, tracks: std::ops::Range<u32>) -> Vec<ChannelId> {
@@ -215,12 +217,24 @@ impl Simulation {
                 }
                 let path = self.endpoints[end.idx()].paths[idx];
                 let target = self.iface_node[path.remote.idx()];
+                let protocol = self.tracks.protocol[t as usize];
                 let mut ch = path.out_channel;
                 // Routes were checked loop-free when the flow was built.
                 for _ in 0..=self.channels.len() {
                     used.push(ch);
                     let node = self.channels[ch.idx()].to;
-                    match self.routes.lookup(node, path.remote).channel() {
+                    // (the hash the packets got at each ECMP router)
+                    let hash = || {
+                        five_tuple_hash_of(
+                            path.local,
+                            path.remote,
+                            path.local_port,
+                            path.remote_port,
+                            protocol,
+                            node,
+                        )
+                    };
+                    match self.routes.lookup_flow(node, path.remote, hash).channel() {
                         Some(next) if node != target => ch = next,
                         _ => break,
                     }

@@ -255,6 +255,25 @@ fn ecmp_splits_connections_by_five_tuple() {
     }
 }
 
+/// Under ECMP a flow's links are not recorded hop by hop but walked from the
+/// tables with its five-tuple hash: the walk finds exactly the links that
+/// recording every packet finds, for both directions of every connection.
+#[test]
+fn ecmp_links_walked_by_hash_match_links_recorded() {
+    let scn = ecmp_scenario(8);
+    let run = |mark: bool| {
+        let mut sim = Simulation::new(&scn).unwrap();
+        assert!(!sim.mark_links, "ECMP alone needs no recording");
+        sim.mark_links = mark;
+        sim.run().unwrap()
+    };
+    let (walked, recorded) = (run(false), run(true));
+    for (a, b) in walked.flows.iter().zip(&recorded.flows) {
+        assert_eq!(a.links, b.links, "{}", a.name);
+        assert_eq!(a.links.len(), 8, "{}: both directions over four links", a.name);
+    }
+}
+
 /// Conservation for every flow of a lossy, congested run: bytes sent =
 /// delivered + dropped + in flight.
 #[test]
