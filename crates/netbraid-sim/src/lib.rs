@@ -45,8 +45,12 @@ pub fn run_json_with(scenario_json: &str, interrupted: &mut dyn FnMut() -> bool)
     // the parsed scenario is dropped once the simulation is built, not held
     // through the run (with many flows it is a good part of the memory)
     let sim = Simulation::new(&parse_scenario(scenario_json)?)?;
-    let result = sim.run_with(interrupted)?;
-    serde_json::to_string(&result).map_err(|e| SimError::Output(format!("could not encode results: {e}")))
+    results_json(&sim.run_with(interrupted)?)
+}
+
+/// A run's results as JSON.
+pub fn results_json(result: &RunResult) -> Result<String, SimError> {
+    serde_json::to_string(result).map_err(|e| SimError::Output(format!("could not encode results: {e}")))
 }
 
 /// Every check a run makes before it starts, without running.

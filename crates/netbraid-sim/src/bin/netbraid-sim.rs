@@ -17,10 +17,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let result = netbraid_sim::simulation_from_json(text).and_then(|sim| sim.run());
-    let json = result.and_then(|r| {
-        serde_json::to_string(&r).map_err(|e| netbraid_sim::SimError::Output(format!("could not encode results: {e}")))
-    });
+    let json = netbraid_sim::simulation_from_json(text)
+        .and_then(|sim| sim.run())
+        .and_then(|r| netbraid_sim::results_json(&r));
     match json {
         Ok(json) => {
             println!("{json}");

@@ -130,8 +130,9 @@ pub enum Offer {
     Admitted {
         /// RED marked it Congestion Experienced.
         marked: bool,
-        /// It is the only packet in the link: its arrival needs scheduling.
-        first: bool,
+        /// Its arrival, when it is the only packet in the link (the others
+        /// arrive behind the first): the event to schedule.
+        schedule: Option<EventKey>,
         /// When its serialisation starts and ends.
         start: Time,
         depart: Time,
@@ -210,17 +211,18 @@ impl Channel {
             self.counters.loss_drops += 1;
             self.lost_in_link += 1;
         }
-        let first = self.in_link.is_empty();
         debug_assert!(size < InLink::COUNTED, "packet sizes are checked far below 1 GiB");
+        let arrival = reserve(depart.saturating_add(self.delay));
+        let schedule = self.in_link.is_empty().then_some(arrival);
         self.in_link.push_back(InLink {
-            arrival: reserve(depart.saturating_add(self.delay)),
+            arrival,
             start,
             packet,
             size_lost: size | if lost { InLink::LOST } else { 0 },
         });
         Offer::Admitted {
             marked,
-            first,
+            schedule,
             start,
             depart,
         }
@@ -230,7 +232,9 @@ impl Channel {
     /// out, with the place of the next arrival, if any.
     #[inline]
     pub fn arrive(&mut self, now: Time) -> (InLink, Option<EventKey>) {
-        self.advance(now); // only matters with no delay and no serialisation time
+        // (the queue's count may still include the head: it was waiting at
+        // the last offer, and no offer has come since its serialisation began)
+        self.advance(now);
         let head = self
             .in_link
             .pop_front()

@@ -341,15 +341,14 @@ impl Simulation {
             Offer::Dropped => self.drop_packet(p),
             Offer::Admitted {
                 marked,
-                first,
+                schedule,
                 start,
                 depart,
             } => {
                 if marked {
                     self.pool.get_mut(p).ecn = ecn::CE;
                 }
-                if first {
-                    let key = self.channels[ch.idx()].in_link[0].arrival;
+                if let Some(key) = schedule {
                     self.events.schedule_reserved(key, Event::Arrive(ch));
                 }
                 // Recorded when serialisation starts, as tcpdump on the sender
@@ -412,21 +411,19 @@ impl Simulation {
     /// read at `now`, count the drops of those that have departed.
     fn count_wire_losses(&mut self, now: Time) {
         for ch in 0..self.channels.len() {
-            let c = &self.channels[ch];
-            if c.lost_in_link == 0 {
+            if self.channels[ch].lost_in_link == 0 {
                 continue;
             }
-            let due = c
-                .in_link
-                .iter()
-                .take_while(|p| c.departure(p) <= now)
-                .enumerate()
-                .filter(|(_, p)| p.lost() && !p.counted())
-                .map(|(i, p)| (i, p.packet))
-                .collect::<Vec<_>>();
-            for (i, p) in due {
-                self.count_drop(p);
-                self.channels[ch].in_link[i].set_counted();
+            for i in 0..self.channels[ch].in_link.len() {
+                let c = &mut self.channels[ch];
+                let p = c.in_link[i];
+                if c.departure(&p) > now {
+                    break;
+                }
+                if p.lost() && !p.counted() {
+                    c.in_link[i].set_counted();
+                    self.count_drop(p.packet);
+                }
             }
         }
     }
