@@ -243,6 +243,26 @@ impl Channel {
         (head, self.in_link.front().map(|n| n.arrival))
     }
 
+    /// The packet `k` places behind the head, if the link holds one.
+    #[inline]
+    pub fn behind_head(&self, k: usize) -> Option<PacketRef> {
+        self.in_link.get(k).map(|n| n.packet)
+    }
+
+    /// Ask the CPU to load the link's entry `k` places behind the head.
+    #[inline]
+    pub fn prefetch_entry(&self, k: usize) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(e) = self.in_link.get(k) {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            // SAFETY: a prefetch is a hint with no architectural effect and
+            // never faults.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(e as *const InLink as *const i8) }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = k;
+    }
+
     /// When a packet in the link finishes serialisation.
     pub fn departure(&self, p: &InLink) -> Time {
         p.arrival.time() - self.delay

@@ -259,6 +259,10 @@ pub struct PacketPool {
     exts: ExtTable,
 }
 
+/// Pool size above which arrivals prefetch the packets behind them (about
+/// twice a core's L2 on the machines we measure on).
+const PREFETCH_ABOVE_BYTES: usize = 4 << 20;
+
 impl PacketPool {
     #[inline]
     pub fn insert(&mut self, p: Packet) -> PacketRef {
@@ -303,6 +307,36 @@ impl PacketPool {
         self.live -= 1;
         self.alive[r.idx()] = false;
         self.free.push(r.0);
+    }
+    /// Whether the pool has outgrown the caches, so that prefetching packets
+    /// pays: below this, packets are still cached when they arrive and the
+    /// hints only cost instructions (measured: 11 % slower on the 100-flow
+    /// dumbbell, whose pool fits in L2).
+    #[inline]
+    pub fn outgrows_cache(&self) -> bool {
+        self.slots.len() * std::mem::size_of::<Packet>() > PREFETCH_ABOVE_BYTES
+    }
+    /// Ask the CPU to load a packet's slot into cache ahead of its use.
+    /// Packets are read a link's delay after they were written: with many in
+    /// flight (a 10 Gb/s, 100 ms path holds ~10^5) the slot has left the
+    /// cache by then, and the first read of each arriving packet stalled on
+    /// memory for half the run. A hint only: no effect on results.
+    #[inline]
+    pub fn prefetch(&self, r: PacketRef) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(slot) = self.slots.get(r.idx()) {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let first = slot as *const Packet as *const i8;
+            let last = first.wrapping_add(std::mem::size_of::<Packet>() - 1);
+            // SAFETY: a prefetch is a hint with no architectural effect and
+            // never faults; both addresses lie within the slot.
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(first);
+                _mm_prefetch::<_MM_HINT_T0>(last);
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = r;
     }
     /// Every packet still in the network.
     pub fn iter_live(&self) -> impl Iterator<Item = &Packet> {

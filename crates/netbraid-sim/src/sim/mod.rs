@@ -366,6 +366,16 @@ impl Simulation {
         if let Some(next) = next {
             self.events.schedule_reserved(next, Event::Arrive(ch));
         }
+        // Load what the next arrivals on this link will read while this one
+        // is handled: on long fat paths the packets and link entries have
+        // left the cache by the time they arrive (distances measured on the
+        // 10 Gb/s HSTCP bench: 2 packets, 8 entries ahead).
+        if self.pool.outgrows_cache() {
+            if let Some(ahead) = c.behind_head(PREFETCH_PACKETS_AHEAD) {
+                self.pool.prefetch(ahead);
+            }
+            c.prefetch_entry(PREFETCH_ENTRIES_AHEAD);
+        }
         let (node, p) = (c.to, head.packet);
         if head.lost() {
             if !head.counted() {
@@ -439,6 +449,11 @@ impl Simulation {
         }
     }
 }
+
+/// How far behind a link's head the packet prefetched on each arrival lies.
+const PREFETCH_PACKETS_AHEAD: usize = 2;
+/// How far behind a link's head the link entry prefetched on each arrival lies.
+const PREFETCH_ENTRIES_AHEAD: usize = 8;
 
 #[cfg(test)]
 mod tests;
