@@ -326,13 +326,14 @@ impl PacketPool {
         #[cfg(target_arch = "x86_64")]
         if let Some(slot) = self.slots.get(r.idx()) {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            // Every cache line the slot touches: a 112-byte slot not aligned
+            // to 64 bytes spans three.
             let first = slot as *const Packet as *const i8;
-            let last = first.wrapping_add(std::mem::size_of::<Packet>() - 1);
-            // SAFETY: a prefetch is a hint with no architectural effect and
-            // never faults; both addresses lie within the slot.
-            unsafe {
-                _mm_prefetch::<_MM_HINT_T0>(first);
-                _mm_prefetch::<_MM_HINT_T0>(last);
+            let size = std::mem::size_of::<Packet>();
+            for offset in [0, 64, size - 1] {
+                // SAFETY: a prefetch is a hint with no architectural effect
+                // and never faults; every address lies within the slot.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(first.wrapping_add(offset.min(size - 1))) }
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
