@@ -1,6 +1,6 @@
 //! The results of one run, as the CLI's `--json` and the Python API see them.
 
-use super::measure::{Counts, Snapshot};
+use super::measure::{Counts, FlowSnapshot, Snapshot};
 use super::Simulation;
 use crate::endpoint::Scope;
 use crate::engine::time::as_secs_f64;
@@ -252,9 +252,17 @@ impl Simulation {
             Some(s) => s,
             None => self.snapshot(end),
         };
+        // No start snapshot: the window starts at 0, when every counter is 0.
         let start = self.meter.at_start.take().unwrap_or_else(|| Snapshot {
             time: 0,
-            flows: vec![Default::default(); self.flows.len()],
+            flows: stop
+                .flows
+                .iter()
+                .map(|f| FlowSnapshot {
+                    total: Default::default(),
+                    paths: vec![Default::default(); f.paths.len()],
+                })
+                .collect(),
             channels: vec![Default::default(); self.channels.len()],
         });
         let window = as_secs_f64(stop.time - start.time).max(1e-12);
