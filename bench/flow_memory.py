@@ -4,8 +4,12 @@ under 2 KB per idle flow).
 Each case is one run of the `netbraid-sim` binary (the simulator without
 Python) in a child process; its peak resident set is GNU time's maximum RSS
 (Debian package `time`). An idle flow is a TCP connection that has done its
-work: a 1 KB transfer that finishes in the first round trip and then sits
-for the rest of the 2 s run. Two layouts, each grown by flows alone:
+work: a 1 KB transfer that finishes in the first round trip (its ACK
+delayed 200 ms) and then sits for the rest of the 2 s run. Flows start
+spread over the first 500 ms, so their packets neither crowd the queues
+(dropped, they would be left retrying, not idle) nor swell the packet pool
+at once; each run is checked: every flow must have completed. Two layouts,
+each grown by flows alone:
 
 - `pair`: every flow between the same two hosts (one 10 Gb/s link);
 - `dumbbell`: a host pair per flow, each host on its own link to one of two
@@ -40,13 +44,13 @@ def scenario(layout: str, flows: int) -> nb.Scenario:
     if layout == "pair":
         s.add_host("a").add_host("b")
         s.add_link("a", "b", rate="10Gbps", delay="1ms")
-        s.add_flow("tcp", "a", "b", count=flows, bytes="1KB", start="0s")
+        s.add_flow("tcp", "a", "b", count=flows, bytes="1KB", start="0s", start_jitter="500ms")
     else:
         s.add_host("a", count=flows).add_host("b", count=flows).add_router("r1").add_router("r2")
         s.add_link("a", "r1", rate="10Gbps", delay="1ms")
         s.add_link("r1", "r2", rate="10Gbps", delay="1ms")
         s.add_link("r2", "b", rate="10Gbps", delay="1ms")
-        s.add_flow("tcp", "a", "b", bytes="1KB", start="0s")
+        s.add_flow("tcp", "a", "b", bytes="1KB", start="0s", start_jitter="500ms")
     return s
 
 
@@ -58,6 +62,10 @@ def peak_kib(binary: Path, resolved: dict) -> int:
                            capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"{binary} failed: {r.stderr[-2000:]}")
+    flows = json.loads(r.stdout)["flows"]
+    busy = sum(f["completion_time_s"] is None for f in flows)
+    if busy:
+        sys.exit(f"{resolved['name']}: {busy} of {len(flows)} flows did not complete: they are not idle")
     return int(r.stderr.strip().splitlines()[-1])
 
 

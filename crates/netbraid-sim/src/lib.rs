@@ -95,7 +95,10 @@ pub fn simulation_from_json(text: String) -> Result<Simulation, SimError> {
 }
 
 pub fn parse_scenario(json: &str) -> Result<Scenario, SimError> {
-    serde_json::from_str(json).map_err(|e| SimError::invalid("", format!("invalid resolved scenario: {e}")))
+    let mut scn: Scenario =
+        serde_json::from_str(json).map_err(|e| SimError::invalid("", format!("invalid resolved scenario: {e}")))?;
+    scn.share_settings();
+    Ok(scn)
 }
 
 pub fn run_scenario(scn: &Scenario) -> Result<RunResult, SimError> {

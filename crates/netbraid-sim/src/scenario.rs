@@ -6,6 +6,7 @@
 use crate::net::loss::LossModel;
 use crate::transport::tcp::TcpConfig;
 use serde::Deserialize;
+use std::sync::Arc;
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -34,6 +35,25 @@ pub struct NodeSpec {
     /// How a router uses several equal-cost next hops.
     #[serde(default)]
     pub multipath: crate::net::routing::Multipath,
+}
+
+impl Scenario {
+    /// Let TCP flows with the same settings share one copy: each parsed
+    /// flow has its own, and a sender keeps its flow's for the whole run
+    /// (with thousands of flows, that copy was a tenth of an idle flow's
+    /// memory). Flows written with `count` are neighbours, so comparing
+    /// with the last distinct settings finds nearly all the sharing.
+    pub fn share_settings(&mut self) {
+        let mut last: Option<Arc<TcpConfig>> = None;
+        for f in &mut self.flows {
+            if let FlowKind::Tcp { tcp, .. } = &mut f.kind {
+                match &last {
+                    Some(l) if **l == **tcp => *tcp = l.clone(),
+                    _ => last = Some(tcp.clone()),
+                }
+            }
+        }
+    }
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -182,7 +202,9 @@ pub enum FlowKind {
     /// Bulk TCP transfer: unlimited, or `bytes` then done, to a receiving
     /// application that reads as data arrives or at `read_rate_bps`.
     Tcp {
-        tcp: TcpConfig,
+        /// Shared by the flows that have the same settings
+        /// (`Scenario::share_settings`): a sender points to it.
+        tcp: Arc<TcpConfig>,
         bytes: Option<u64>,
         #[serde(default)]
         read_rate_bps: Option<u64>,
@@ -248,3 +270,4 @@ pub struct PcapSpec {
     pub channel: u32,
     pub path: String,
 }
+

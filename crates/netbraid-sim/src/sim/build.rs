@@ -401,7 +401,10 @@ fn build_flows(
         // endpoints: the sender, one relay per proxy, the receiver
         let n_ends = if relayed { legs.len() + 1 } else { 2 };
         let (s, r) = (EndpointId(first), EndpointId(first + n_ends as u32 - 1));
-        let mut paths: Vec<Vec<Path>> = vec![Vec::new(); n_ends];
+        // Sized exactly (a relay has two paths, an end one per leg): a
+        // vector grown by push would reserve four, for every endpoint.
+        let per_end = if relayed { 2 } else { legs.len() };
+        let mut paths: Vec<Vec<Path>> = (0..n_ends).map(|_| Vec::with_capacity(per_end)).collect();
         let mut flow_legs = Vec::new();
         for (k, (from, to, p)) in legs.iter().enumerate() {
             let where_ = if f.paths.is_empty() {

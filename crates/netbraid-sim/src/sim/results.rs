@@ -1,6 +1,6 @@
 //! The results of one run, as the CLI's `--json` and the Python API see them.
 
-use super::measure::{Counts, FlowSnapshot, Snapshot};
+use super::measure::{Counts, FlowSnapshot};
 use super::Simulation;
 use crate::endpoint::Scope;
 use crate::engine::time::as_secs_f64;
@@ -253,19 +253,10 @@ impl Simulation {
             None => self.snapshot(end),
         };
         // No start snapshot: the window starts at 0, when every counter is 0.
-        let start = self.meter.at_start.take().unwrap_or_else(|| Snapshot {
-            time: 0,
-            flows: stop
-                .flows
-                .iter()
-                .map(|f| FlowSnapshot {
-                    total: Default::default(),
-                    paths: vec![Default::default(); f.paths.len()],
-                })
-                .collect(),
-            channels: vec![Default::default(); self.channels.len()],
-        });
-        let window = as_secs_f64(stop.time - start.time).max(1e-12);
+        let start = self.meter.at_start.take();
+        let start_time = start.as_ref().map_or(0, |s| s.time);
+        let (zero_flow, zero_counts) = (FlowSnapshot::default(), Counts::default());
+        let window = as_secs_f64(stop.time - start_time).max(1e-12);
         // Every departure up to the end has happened: a packet lost on the
         // wire by then is dropped, not in flight, though still in its link.
         self.count_wire_losses(self.duration);
@@ -282,7 +273,7 @@ impl Simulation {
         let mut flows = Vec::with_capacity(self.flows.len());
         #[allow(clippy::needless_range_loop)] // i indexes flows, snapshots and in_flight alike
         for i in 0..self.flows.len() {
-            let (a, b) = (&stop.flows[i], &start.flows[i]);
+            let (a, b) = (&stop.flows[i], start.as_ref().map_or(&zero_flow, |s| &s.flows[i]));
             let c = a.total.since(&b.total);
             let r = rates(&c, window);
             let sender_ep = self.flows[i].sender;
@@ -302,7 +293,7 @@ impl Simulation {
             let paths: Vec<SubflowResult> = a
                 .paths
                 .iter()
-                .zip(&b.paths)
+                .zip(b.paths.iter().chain(std::iter::repeat(&zero_counts)))
                 .enumerate()
                 .map(|(k, (pa, pb))| {
                     let pc = pa.since(pb);
@@ -396,7 +387,10 @@ impl Simulation {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                let k = stop.channels[i].since(&start.channels[i]);
+                let k = match &start {
+                    Some(s) => stop.channels[i].since(&s.channels[i]),
+                    None => stop.channels[i].since(&Default::default()),
+                };
                 LinkResult {
                     name: c.name.clone(),
                     from: self.node_names[c.from.idx()].clone(),
@@ -422,7 +416,7 @@ impl Simulation {
             scenario: self.name.clone(),
             seed: self.seed,
             duration_s: as_secs_f64(self.duration),
-            measure_start_s: as_secs_f64(start.time),
+            measure_start_s: as_secs_f64(start_time),
             measure_stop_s: as_secs_f64(stop.time),
             events: self.events.executed(),
             packet_hops,

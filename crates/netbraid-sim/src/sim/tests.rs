@@ -71,7 +71,7 @@ fn flow(name: &str, src: u32, dst: u32, kind: FlowKind) -> FlowSpec {
 
 fn tcp() -> FlowKind {
     FlowKind::Tcp {
-        tcp: TcpConfig::default(),
+        tcp: TcpConfig::default().into(),
         bytes: None,
         read_rate_bps: None,
     }
@@ -467,4 +467,35 @@ fn timers_already_due_run_now_and_later_ones_still_run() {
     // first wake-up would leave 11)
     assert_eq!(r.flows[0].packets_sent, 20);
     assert_eq!(r.flows[0].packets_received, 20);
+}
+
+/// Flows with the same TCP settings share one copy (a sender keeps it for
+/// the whole run); flows with other settings keep their own.
+#[test]
+fn flows_with_the_same_settings_share_one_copy() {
+    let cubic = FlowKind::Tcp {
+        tcp: TcpConfig {
+            cc: "cubic".into(),
+            ..TcpConfig::default()
+        }
+        .into(),
+        bytes: None,
+        read_rate_bps: None,
+    };
+    let flows = vec![
+        flow("a", 0, 1, tcp()),
+        flow("b", 0, 1, tcp()),
+        flow("c", 0, 1, cubic.clone()),
+        flow("d", 0, 1, cubic),
+    ];
+    let mut scn = scenario(&[("x", false), ("y", false)], &[(0, 1)], flows, SECOND);
+    scn.share_settings();
+    let cfg = |i: usize| match &scn.flows[i].kind {
+        FlowKind::Tcp { tcp, .. } => tcp.clone(),
+        _ => unreachable!("TCP flows"),
+    };
+    assert!(std::sync::Arc::ptr_eq(&cfg(0), &cfg(1)), "equal settings are shared");
+    assert!(std::sync::Arc::ptr_eq(&cfg(2), &cfg(3)));
+    assert!(!std::sync::Arc::ptr_eq(&cfg(1), &cfg(2)), "different settings are not");
+    assert_eq!((cfg(1).cc.as_str(), cfg(2).cc.as_str()), ("reno", "cubic"));
 }

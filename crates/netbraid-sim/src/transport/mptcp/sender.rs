@@ -173,6 +173,7 @@ impl MptcpSender {
         sub_cfg.nodelay = true;
         sub_cfg.sndbuf = u32::MAX as u64;
         sub_cfg.rcvbuf = u32::MAX as u64;
+        let sub_cfg = std::sync::Arc::new(sub_cfg); // one copy for every subflow
         let n = controllers.len();
         let subflows = controllers
             .into_iter()

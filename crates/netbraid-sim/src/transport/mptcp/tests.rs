@@ -76,7 +76,7 @@ fn tcp_flow(tcp: TcpConfig, k: u32) -> FlowSpec {
         via: vec![],
         stop_ns: None,
         kind: FlowKind::Tcp {
-            tcp,
+            tcp: tcp.into(),
             bytes: None,
             read_rate_bps: None,
         },

@@ -77,7 +77,7 @@ pub enum Semantics {
 }
 
 /// Everything configurable about one TCP connection (both ends).
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TcpConfig {
     /// Payload bytes per full segment.

@@ -79,7 +79,7 @@ impl TcpReceiver {
                 .min((cfg.rcvbuf / (2 * cfg.mss.max(1) as u64)).max(2) as u32),
             last_data_at: None,
             echo_ce: false,
-            recent: Vec::with_capacity(8),
+            recent: Vec::new(), // allocated at the first out-of-order segment
             stats: TransportCounters::default(),
         }
     }

@@ -21,6 +21,7 @@ use crate::error::SimError;
 use crate::net::packet::{tcp_flags, Body, TcpSegment};
 use crate::trace::counters::TransportCounters;
 use serde::Serialize;
+use std::sync::Arc;
 
 /// One congestion event, for traces and tests.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -93,7 +94,9 @@ impl SentList {
 }
 
 pub struct TcpSender {
-    cfg: TcpConfig,
+    /// Shared with every connection that has the same settings: thousands
+    /// of flows hold one copy.
+    cfg: Arc<TcpConfig>,
     mss: u64,
     cc: Box<dyn CongestionControl>,
     rtt: RttEstimator,
@@ -185,7 +188,8 @@ pub struct TcpSender {
 impl TcpSender {
     /// A sender driving the controller `cc` (built for this connection's MSS
     /// and initial window; see `controller_config`).
-    pub fn new(cfg: TcpConfig, cc: Box<dyn CongestionControl>) -> Self {
+    pub fn new(cfg: impl Into<Arc<TcpConfig>>, cc: Box<dyn CongestionControl>) -> Self {
+        let cfg = cfg.into();
         let mss = cfg.mss as u64;
         let rtt = RttEstimator::new(cfg.rto_min, cfg.rto_max, cfg.rto_initial, cfg.clock_granularity);
         Self {
@@ -743,6 +747,11 @@ impl TcpSender {
                 && self.buf.all_written(self.snd_una);
             if finished && self.completed_at.is_none() {
                 self.completed_at = Some(now);
+                // Nothing more will be sent: give back the storage that
+                // carried the transfer, so a finished flow stays small
+                // (thousands of them sit idle in datacenter runs).
+                self.sent.v.shrink_to_fit();
+                self.newly_sacked.shrink_to_fit();
             }
         } else if restart_timer {
             self.rto_deadline = Some(now + self.rtt.rto());
