@@ -199,7 +199,7 @@ fn rate_server(c: &Config, seed: u64) -> Channel {
         queue: limit,
         red: c
             .red
-            .map(|p| Red::new(p, typical_tx(c), RandomStream::new(seed, "red"))),
+            .map(|p| Box::new(Red::new(p, typical_tx(c), RandomStream::new(seed, "red")))),
         loss: LossProcess::new(c.loss.clone(), RandomStream::new(seed, "loss")),
         in_link: VecDeque::new(),
         busy_until: 0,

@@ -244,7 +244,7 @@ fn build_network(scn: &Scenario) -> Result<Network, SimError> {
                 red: spec.queue.red.map(|p| {
                     let stream = RandomStream::new(scn.seed, &format!("red:{}->{}#{l}", name_of(from), name_of(to)));
                     // typical packet: 1000 B, for the idle-time decay (ns-2 mean_pktsize_ 500–1000)
-                    Red::new(p, serialisation_time(1000, spec.rate_bps), stream)
+                    Box::new(Red::new(p, serialisation_time(1000, spec.rate_bps), stream))
                 }),
                 loss: LossProcess::new(LossModel::from(&spec.loss), stream),
                 in_link: VecDeque::new(),
