@@ -47,6 +47,7 @@ BUFFERS_BDP = [0.5, 1, 2]
 COMPETING = [("cubic", "cubic"), ("bbr", "bbr"), ("cubic", "bbr"), ("reno", "cubic"),
              ("cubic",) * 4, ("cubic", "cubic", "bbr", "bbr")]
 QUICK = ["cubic:20:0.001:1", "bbr:20:0.01:1", "reno:5:0:0.5"]
+MIX_JITTER = "200ms"  # competing flows' start spread (see scenario)
 FIELDS = ["cell", "duration_s", "backend", "rep", "flow", "goodput_bps", "share", "retransmits", "rtt_mean_s"]
 
 
@@ -68,7 +69,14 @@ def scenario(cell: str, duration_s: float) -> nb.Scenario:
     s.add_link("client", "server", rate="50Mbps", delay=f"{delay}ms", queue=f"{buffer_packets(delay, bdp)}p",
                ab={"loss": loss} if loss else None)
     for k, cc in enumerate(ccs):
-        s.add_flow(f"{cc}{k}", "client", "server", cc=cc, profile="linux")
+        # Competing flows start at a random instant in the first MIX_JITTER
+        # (drawn from the seed on sim, by the emu backend on the real
+        # stacks): with simultaneous starts every simulated replication is
+        # the same run (no loss, no randomness), and how drop-tail losses
+        # fall between the flows depends on their phase.
+        jitter = MIX_JITTER if len(ccs) > 1 else None
+        s.add_flow(f"{cc}{k}", "client", "server", cc=cc, profile="linux",
+                   **({"start_jitter": jitter} if jitter else {}))
     s.measure = nb.Measure(start=f"{duration_s / 4}s")
     return s
 
