@@ -49,16 +49,17 @@ import netbraid as nb
 ROOT = Path(__file__).resolve().parent.parent
 BINARY = ROOT / "target" / "release" / "netbraid-sim"
 HTSIM_SOURCE = ROOT / "bench" / "htsim" / "htsim_fattree.cpp"
-WARMUP, WARMUP_S = "50ms", 0.05  # the measurement window starts here, in both simulators
+# The case, in numbers both simulators are given (netbraid's "1MB" is 2^20 bytes).
+RATE_MBPS, DELAY_US, QUEUE_PACKETS, WINDOW_BYTES, WARMUP_S = 10_000, 1, 100, 2 ** 20, 0.05
 
 
 def fat_tree(k: int = 8, duration: str = "200ms", seed: int = 1) -> nb.Scenario:
     half = k // 2
     s = nb.Scenario(
         name=f"fattree-k{k}", duration=duration, seed=seed,
-        tcp=nb.TcpOptions(cc="newreno", recovery="sack", mss=1448, header_bytes=52, window="1MB"),
+        tcp=nb.TcpOptions(cc="newreno", recovery="sack", mss=1448, header_bytes=52, window=f"{WINDOW_BYTES}B"),
     )
-    link = {"rate": "10Gbps", "delay": "1us", "queue": "100p"}
+    link = {"rate": f"{RATE_MBPS}Mbps", "delay": f"{DELAY_US}us", "queue": f"{QUEUE_PACKETS}p"}
     for c in range(half * half):
         s.add_router(f"core{c}", multipath="ecmp")
     hosts = []
@@ -78,7 +79,7 @@ def fat_tree(k: int = 8, duration: str = "200ms", seed: int = 1) -> nb.Scenario:
                 hosts.append(name)
     for i, j in enumerate(permutation(k, seed)):
         s.add_flow(f"f{i}", hosts[i], hosts[j], kind="tcp", start=f"{i}us")
-    s.measure = nb.Measure(start=WARMUP)
+    s.measure = nb.Measure(start=f"{WARMUP_S}s")  # the measurement window starts here, in both
     return s
 
 
@@ -117,7 +118,8 @@ def htsim_program() -> Path:
 
 def run_htsim(program: Path, k: int, seconds: float, seed: int) -> dict:
     args = [str(program), "-k", str(k), "-t", str(seconds), "-warmup", str(WARMUP_S),
-            "-rate", "10000", "-delay_us", "1", "-qs", "100", "-window", "1000000", "-seed", str(seed),
+            "-rate", str(RATE_MBPS), "-delay_us", str(DELAY_US), "-qs", str(QUEUE_PACKETS),
+            "-window", str(WINDOW_BYTES), "-seed", str(seed),
             "-perm", ",".join(map(str, permutation(k, seed)))]
     with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
         t0 = time.perf_counter()

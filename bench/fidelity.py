@@ -68,15 +68,14 @@ def scenario(cell: str, duration_s: float) -> nb.Scenario:
     s.add_host("client").add_host("server")
     s.add_link("client", "server", rate="50Mbps", delay=f"{delay}ms", queue=f"{buffer_packets(delay, bdp)}p",
                ab={"loss": loss} if loss else None)
+    # Competing flows start at a random instant in the first MIX_JITTER
+    # (drawn from the seed on sim, by the emu backend on the real stacks):
+    # with simultaneous starts every simulated replication is the same run
+    # (no loss, no randomness), and how drop-tail losses fall between the
+    # flows depends on their phase.
+    start = {"start_jitter": MIX_JITTER} if len(ccs) > 1 else {}
     for k, cc in enumerate(ccs):
-        # Competing flows start at a random instant in the first MIX_JITTER
-        # (drawn from the seed on sim, by the emu backend on the real
-        # stacks): with simultaneous starts every simulated replication is
-        # the same run (no loss, no randomness), and how drop-tail losses
-        # fall between the flows depends on their phase.
-        jitter = MIX_JITTER if len(ccs) > 1 else None
-        s.add_flow(f"{cc}{k}", "client", "server", cc=cc, profile="linux",
-                   **({"start_jitter": jitter} if jitter else {}))
+        s.add_flow(f"{cc}{k}", "client", "server", cc=cc, profile="linux", **start)
     s.measure = nb.Measure(start=f"{duration_s / 4}s")
     return s
 

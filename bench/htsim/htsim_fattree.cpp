@@ -6,7 +6,7 @@
 // in the other direction does).
 //
 //   htsim_fattree -k 8 -t 0.2 -warmup 0.05 -rate 10000 -delay_us 1 -qs 100
-//                 -window 1000000 -seed 1 -perm i0,i1,...
+//                 -window 1048576 -seed 1 -perm i0,i1,...
 //
 // -perm gives the destination of every host (host ids in netbraid's order:
 // pod, edge, host), so both simulators carry the same traffic matrix.
@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
     auto wall0 = std::chrono::steady_clock::now();
     int k = 8, qs = 100;
     double simtime = 0.2, warmup = 0.05, rate_mbps = 10000, delay_us = 1;
-    uint64_t window = 1000000;
+    uint64_t window = 1 << 20;
     unsigned seed = 1;
     std::vector<int> perm;
     for (int i = 1; i < argc; i++) {

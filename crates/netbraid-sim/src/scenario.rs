@@ -270,4 +270,3 @@ pub struct PcapSpec {
     pub channel: u32,
     pub path: String,
 }
-

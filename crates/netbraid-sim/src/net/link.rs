@@ -84,29 +84,38 @@ impl InLink {
 }
 
 pub struct Channel {
-    /// Every packet admitted and not yet arrived, in order: waiting, on the
-    /// transmitter, on the wire.
-    pub in_link: VecDeque<InLink>,
-    /// Occupancy of the waiting packets: the last `queue.len()` entries of
-    /// `in_link`, as of the last `advance`.
-    pub queue: DropTailQueue,
-    /// When the transmitter finishes the last packet admitted (≤ now: idle).
-    pub busy_until: Time,
-    pub delay: Time,
-    /// Lost packets among `in_link` (so that reading the counters can skip
-    /// the links that hold none).
-    pub lost_in_link: u32,
+    pub id: ChannelId,
+    /// "a->b" style name for reports.
+    pub name: String,
+    pub from: NodeId,
     pub to: NodeId,
+    /// Interface at the receiving end.
+    pub to_iface: IfaceId,
+    pub rate_bps: u64,
     /// Bytes the link layer adds to every packet on the wire (Ethernet: 38
     /// with preamble, header, FCS and the inter-frame gap); they take
     /// transmission time, not queue room.
     pub framing_bytes: u32,
-    /// Interface at the receiving end.
-    pub to_iface: IfaceId,
+    pub delay: Time,
+    /// Outages [from, until): a packet that finishes serialisation in one
+    /// is lost (a cut cable, a failed path), counted as a loss drop.
+    pub down: Vec<(Time, Time)>,
+    /// Occupancy of the waiting packets: the last `queue.len()` entries of
+    /// `in_link`, as of the last `advance`.
+    pub queue: DropTailQueue,
     /// Active queue management in front of the FIFO (its limit still
     /// holds); boxed, so that a link without it (most) keeps one word, not
     /// 96 bytes: a datacenter run has thousands of links.
     pub red: Option<Box<Red>>,
+    pub loss: LossProcess,
+    /// Every packet admitted and not yet arrived, in order: waiting, on the
+    /// transmitter, on the wire.
+    pub in_link: VecDeque<InLink>,
+    /// When the transmitter finishes the last packet admitted (≤ now: idle).
+    pub busy_until: Time,
+    /// Lost packets among `in_link` (so that reading the counters can skip
+    /// the links that hold none).
+    pub lost_in_link: u32,
     /// Counted when a packet is admitted, as if it had already departed:
     /// read them through `counters_at`.
     pub counters: ChannelCounters,
@@ -114,15 +123,6 @@ pub struct Channel {
     /// a division costs more than the rest of an admission, and a link sees
     /// few sizes (data and ACKs).
     pub ser_cache: [(u32, Time); 4],
-    /// Outages [from, until): a packet that finishes serialisation in one
-    /// is lost (a cut cable, a failed path), counted as a loss drop.
-    pub down: Vec<(Time, Time)>,
-    pub loss: LossProcess,
-    pub rate_bps: u64,
-    pub id: ChannelId,
-    pub from: NodeId,
-    /// "a->b" style name for reports.
-    pub name: String,
 }
 
 /// What happened to a packet offered to a channel.

@@ -5,6 +5,7 @@ use super::Simulation;
 use crate::endpoint::Scope;
 use crate::engine::time::as_secs_f64;
 use crate::ids::ChannelId;
+use crate::net::link::ChannelCounters;
 use crate::net::routing::five_tuple_hash_of;
 use crate::net::{format_addr, iface_addr};
 use crate::trace::series::TimeSeries;
@@ -255,7 +256,8 @@ impl Simulation {
         // No start snapshot: the window starts at 0, when every counter is 0.
         let start = self.meter.at_start.take();
         let start_time = start.as_ref().map_or(0, |s| s.time);
-        let (zero_flow, zero_counts) = (FlowSnapshot::default(), Counts::default());
+        let (zero_flow, zero_counts, zero_channel) =
+            (FlowSnapshot::default(), Counts::default(), ChannelCounters::default());
         let window = as_secs_f64(stop.time - start_time).max(1e-12);
         // Every departure up to the end has happened: a packet lost on the
         // wire by then is dropped, not in flight, though still in its link.
@@ -387,10 +389,7 @@ impl Simulation {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                let k = match &start {
-                    Some(s) => stop.channels[i].since(&s.channels[i]),
-                    None => stop.channels[i].since(&Default::default()),
-                };
+                let k = stop.channels[i].since(start.as_ref().map_or(&zero_channel, |s| &s.channels[i]));
                 LinkResult {
                     name: c.name.clone(),
                     from: self.node_names[c.from.idx()].clone(),
