@@ -137,13 +137,13 @@ impl MptcpConfig {
     }
 }
 
-/// A subflow's TCP segment: the segment, its path (one of `paths`) and its
-/// handshake option, if any.
-fn open_segment(
-    rx: crate::endpoint::Received<'_>,
+/// A subflow's TCP segment: the segment (borrowed from the packet), its
+/// path (one of `paths`) and its handshake option, if any.
+fn open_segment<'a>(
+    rx: crate::endpoint::Received<'a>,
     paths: usize,
 ) -> Option<(
-    crate::net::packet::TcpSegment,
+    &'a crate::net::packet::TcpSegment,
     usize,
     Option<crate::net::ext::MptcpHandshake>,
 )> {
@@ -155,7 +155,7 @@ fn open_segment(
         Some(crate::net::ext::Ext::MptcpHandshake(h)) => Some(*h),
         _ => None,
     };
-    (i < paths).then_some((*seg, i, handshake))
+    (i < paths).then_some((seg, i, handshake))
 }
 
 #[cfg(test)]

@@ -49,8 +49,9 @@ pub struct MptcpReceiver {
     out_of_order: RangeSet,
     /// Bytes in `out_of_order`.
     out_of_order_bytes: u64,
-    /// No pending subflow mapping starts below this (u64::MAX: none).
-    min_pending_dsn: u64,
+    /// Some pending subflow mapping holds data the connection now has out of
+    /// order (a copy came on another subflow): `purge_pending` is due.
+    pending_obsolete: bool,
     /// Per data sequence number, the subflows holding it pending and whether
     /// it counts against the buffer: a byte pending on two subflows is held
     /// once, and once a copy has reached the connection the others are
@@ -95,7 +96,7 @@ impl MptcpReceiver {
             reader_waiting: false,
             out_of_order: RangeSet::default(),
             out_of_order_bytes: 0,
-            min_pending_dsn: u64::MAX,
+            pending_obsolete: false,
             copies: BTreeMap::new(),
             pending_held: 0,
             right_edge: cfg.rcvbuf,
@@ -132,7 +133,9 @@ impl MptcpReceiver {
                 self.pending_held -= len;
             }
         }
-        if end <= self.data_ack || self.out_of_order.is_sacked(dsn) {
+        // (every out-of-order range starts above DATA_ACK, so data from
+        // DATA_ACK on is new without a search)
+        if end <= self.data_ack || (dsn > self.data_ack && self.out_of_order.is_sacked(dsn)) {
             self.duplicate_bytes += len;
             return;
         }
@@ -157,7 +160,21 @@ impl MptcpReceiver {
             let new = self.out_of_order.add(dsn, end);
             self.out_of_order_bytes += new;
             self.subflows[i].credited += new;
+            if !self.copies.is_empty() && self.copies.range(dsn..end).next().is_some() {
+                self.pending_obsolete = true;
+            }
         }
+    }
+
+    /// Whether some pending subflow mapping holds data the connection already
+    /// has: below DATA_ACK (the lowest pending data byte is the first key of
+    /// `copies`), or out of order (marked when it arrived).
+    fn purge_due(&self) -> bool {
+        self.pending_obsolete
+            || self
+                .copies
+                .first_key_value()
+                .is_some_and(|(&dsn, _)| dsn < self.data_ack)
     }
 
     /// Forget subflow mappings whose data the connection already has (a copy
@@ -165,14 +182,11 @@ impl MptcpReceiver {
     /// when their subflow's hole fills — if it ever does (a dead path).
     fn purge_pending(&mut self) {
         let (ack, ooo) = (self.data_ack, &self.out_of_order);
-        let mut lowest = u64::MAX;
         let mut gone = Vec::new();
         for s in &mut self.subflows {
             s.pending.retain(|_, &mut (dsn, len)| {
                 let keep = dsn + len > ack && !ooo.is_sacked(dsn);
-                if keep {
-                    lowest = lowest.min(dsn);
-                } else {
+                if !keep {
                     gone.push((dsn, len));
                 }
                 keep
@@ -181,7 +195,7 @@ impl MptcpReceiver {
         for (dsn, len) in gone {
             self.unpend(dsn, len);
         }
-        self.min_pending_dsn = lowest;
+        self.pending_obsolete = false;
     }
 
     /// A subflow holds data [dsn, dsn + len) pending.
@@ -283,7 +297,6 @@ impl StreamReceiver for MptcpReceiver {
         let Some((seg, i, handshake)) = super::open_segment(rx, self.subflows.len()) else {
             return;
         };
-        let seg = &seg;
         if let Some(MptcpHandshake::Join { packet }) = handshake {
             if packet == 1 || packet == 3 {
                 self.answer_join(i, packet, out);
@@ -323,9 +336,6 @@ impl StreamReceiver for MptcpReceiver {
         let from = out.len();
         sub.tcp.on_segment(now, seg, wire_size, ce, out);
         let after = sub.tcp.rcv_nxt();
-        if let Some(m) = held_back {
-            self.min_pending_dsn = self.min_pending_dsn.min(m.dsn);
-        }
         let sub = &mut self.subflows[i];
         if after > before {
             if let Some(m) = direct {
@@ -338,7 +348,7 @@ impl StreamReceiver for MptcpReceiver {
                     self.deliver(i, dsn, len);
                 }
             }
-            if self.data_ack > self.min_pending_dsn {
+            if self.purge_due() {
                 self.purge_pending();
             }
             // The application read what arrived: if that opened the

@@ -69,36 +69,20 @@ impl Scheduler {
     /// no subflow can take data now. `last` is the subflow picked
     /// before (round-robin's position).
     pub fn pick(&self, subflows: &[Candidate], last: usize, exclude: Option<usize>) -> Option<(usize, u64)> {
-        // Backups are a tier apart: used only when no active subflow is
-        // usable at all (not merely full), as both kernels do.
-        let backup = !subflows.iter().any(|c| c.usable && !c.backup);
-        let tier = |i: usize, c: &Candidate| c.usable && c.backup == backup && Some(i) != exclude;
         match self {
-            Scheduler::Default => {
-                // The soonest-draining subflow of the tier (the first of
-                // equals); if it cannot queue more, wait for it (Linux does
-                // not fall back to a slower subflow). (A plain loop: this
-                // runs on every ACK.)
-                let mut best: Option<(usize, f64)> = None;
-                for (i, c) in subflows.iter().enumerate() {
-                    if tier(i, c) {
-                        let l = linger(c);
-                        if best.is_none_or(|(_, b)| l < b) {
-                            best = Some((i, l));
-                        }
-                    }
-                }
-                let (i, _) = best?;
-                can_queue(&subflows[i]).then_some((i, SEND_BURST))
+            Scheduler::Default => pick_default(subflows, exclude),
+            Scheduler::MinRtt | Scheduler::Redundant => {
+                let tier = in_tier(subflows, exclude);
+                subflows
+                    .iter()
+                    .enumerate()
+                    .filter(|&(i, c)| tier(i, c) && has_room(c))
+                    .min_by_key(|(_, c)| c.srtt.unwrap_or(0))
+                    .map(|(i, c)| (i, c.mss))
             }
-            Scheduler::MinRtt | Scheduler::Redundant => subflows
-                .iter()
-                .enumerate()
-                .filter(|&(i, c)| tier(i, c) && has_room(c))
-                .min_by_key(|(_, c)| c.srtt.unwrap_or(0))
-                .map(|(i, c)| (i, c.mss)),
             Scheduler::RoundRobin => {
                 let n = subflows.len();
+                let tier = in_tier(subflows, exclude);
                 (1..=n)
                     .map(|k| (last + k) % n)
                     .find(|&i| tier(i, &subflows[i]) && has_room(&subflows[i]))
@@ -106,6 +90,47 @@ impl Scheduler {
             }
         }
     }
+}
+
+/// Whether a subflow is of the tier in use, and not excluded. Backups are a
+/// tier apart: used only when no active subflow is usable at all (not
+/// merely full), as both kernels do.
+fn in_tier(subflows: &[Candidate], exclude: Option<usize>) -> impl Fn(usize, &Candidate) -> bool {
+    let backup = !subflows.iter().any(|c| c.usable && !c.backup);
+    move |i, c| c.usable && c.backup == backup && Some(i) != exclude
+}
+
+/// The default scheduler: the soonest-draining subflow of the tier in use
+/// (the first of equals); if it cannot queue more, wait for it (Linux does
+/// not fall back to a slower subflow). Backups are a tier apart, used only
+/// when no active subflow is usable at all (not merely full). One pass: this
+/// runs on every ACK.
+fn pick_default(subflows: &[Candidate], exclude: Option<usize>) -> Option<(usize, u64)> {
+    // Whichever it picks must have room in its send buffer: if none has, no
+    // need to rank them (the usual case once an ACK's room has been filled).
+    if !subflows.iter().any(|c| c.usable && c.queued < c.limit) {
+        return None;
+    }
+    let exclude = exclude.unwrap_or(usize::MAX);
+    let mut any_active = false;
+    // the soonest-draining active and backup subflows (index, linger)
+    let (mut active, mut backup) = ((usize::MAX, 0.0), (usize::MAX, 0.0));
+    for (i, c) in subflows.iter().enumerate() {
+        if !c.usable {
+            continue;
+        }
+        any_active |= !c.backup;
+        if i == exclude {
+            continue;
+        }
+        let l = linger(c);
+        let best = if c.backup { &mut backup } else { &mut active };
+        if best.0 == usize::MAX || l < best.1 {
+            *best = (i, l);
+        }
+    }
+    let i = if any_active { active.0 } else { backup.0 };
+    (i != usize::MAX && can_queue(&subflows[i])).then_some((i, SEND_BURST))
 }
 
 /// The default scheduler may queue a chunk on the subflow: its send buffer
@@ -123,8 +148,10 @@ fn has_room(c: &Candidate) -> bool {
 /// units cancel: queued × srtt / (ratio × cwnd)).
 fn linger(c: &Candidate) -> f64 {
     let ratio = if c.cwnd < c.ssthresh / 2 { 2.0 } else { 1.2 };
-    let srtt = c.srtt.unwrap_or(0).max(1) as f64;
-    c.queued as f64 * srtt / (ratio * c.cwnd.max(1) as f64)
+    // (every value is far below 2^63: through i64 the conversion is one
+    // instruction, and exact as u64's)
+    let srtt = c.srtt.unwrap_or(0).max(1) as i64 as f64;
+    c.queued as i64 as f64 * srtt / (ratio * c.cwnd.max(1) as i64 as f64)
 }
 
 #[cfg(test)]

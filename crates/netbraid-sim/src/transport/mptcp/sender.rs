@@ -247,12 +247,7 @@ impl MptcpSender {
     /// Segments are whole from data sequence 0, so every segment a subflow
     /// sends lies in one chunk and DATA_ACK is always a segment boundary.
     fn new_chunk_len(&self, max: u64) -> Option<u64> {
-        let end = self.app_end.unwrap_or(u64::MAX);
-        let limit = end.min(self.window_edge).min(self.data_una + self.cfg.sndbuf);
-        if self.data_nxt >= limit {
-            return None;
-        }
-        let room = limit - self.data_nxt;
+        let (room, end) = self.new_room()?;
         if room >= self.mss {
             let whole = room.min(max.max(self.mss)) / self.mss * self.mss;
             // the application's last bytes go with the segments before them
@@ -263,8 +258,27 @@ impl MptcpSender {
                 whole
             })
         } else {
-            (self.closed && self.data_nxt + room == end).then_some(room)
+            Some(room)
         }
+    }
+
+    /// Whether there is a new chunk to send (`new_chunk_len` is Some),
+    /// without working out its length.
+    fn has_new_chunk(&self) -> bool {
+        self.new_room().is_some()
+    }
+
+    /// New bytes the application, the send buffer and the receiver's window
+    /// allow, and where the application's data ends, if that is a chunk: at
+    /// least a segment, or the application's last, short one.
+    fn new_room(&self) -> Option<(u64, u64)> {
+        let end = self.app_end.unwrap_or(u64::MAX);
+        let limit = end.min(self.window_edge).min(self.data_una + self.cfg.sndbuf);
+        if self.data_nxt >= limit {
+            return None;
+        }
+        let room = limit - self.data_nxt;
+        (room >= self.mss || (self.closed && limit == end)).then_some((room, end))
     }
 
     fn candidate(&self, i: usize) -> Candidate {
@@ -341,16 +355,18 @@ impl MptcpSender {
             // A queued reinjection is dropped once DATA_ACK covers it or the
             // subflow that had it delivered it after all.
             let (data_una, subflows) = (self.data_una, &self.subflows);
-            self.reinject.retain_mut(|r| {
-                let keep = r.dsn + r.len > data_una && subflows[r.had].tcp.snd_una() < r.ssn + r.len;
-                if keep && r.dsn < data_una {
-                    // partly DATA_ACKed: only the rest goes again
-                    let done = data_una - r.dsn;
-                    (r.dsn, r.ssn, r.len) = (data_una, r.ssn + done, r.len - done);
-                }
-                keep
-            });
-            if !fresh && (!self.reinject.is_empty() || self.new_chunk_len(0).is_some()) {
+            if !self.reinject.is_empty() {
+                self.reinject.retain_mut(|r| {
+                    let keep = r.dsn + r.len > data_una && subflows[r.had].tcp.snd_una() < r.ssn + r.len;
+                    if keep && r.dsn < data_una {
+                        // partly DATA_ACKed: only the rest goes again
+                        let done = data_una - r.dsn;
+                        (r.dsn, r.ssn, r.len) = (data_una, r.ssn + done, r.len - done);
+                    }
+                    keep
+                });
+            }
+            if !fresh && (!self.reinject.is_empty() || self.has_new_chunk()) {
                 self.refresh_candidates(&mut cands);
                 fresh = true;
             }
@@ -513,7 +529,9 @@ impl MptcpSender {
                 }
             }
         }
-        self.new_chunk_len(0)?;
+        if !self.has_new_chunk() {
+            return None;
+        }
         // The default scheduler keeps filling the subflow of its current
         // burst while it can queue whole segments (and is still of the tier
         // in use: a backup only while no active subflow is usable).
@@ -709,11 +727,15 @@ impl MptcpSender {
     /// the subflows' pending RTO timers (stale-counting ones left out), at
     /// least `rto_min` (`mptcp_set_timeout`).
     fn rtx_interval(&self, now: Time) -> Time {
-        self.subflows
-            .iter()
-            .filter(|s| s.join == Join::Active && s.stale_count == 0 && s.tcp.flight_size() > 0)
-            .filter_map(|s| s.tcp.loss_timers_at().map(|t| t.saturating_sub(now)))
-            .fold(self.cfg.rto_min, Time::max)
+        let mut interval = self.cfg.rto_min;
+        for s in &self.subflows {
+            if s.join == Join::Active && s.stale_count == 0 && s.tcp.flight_size() > 0 {
+                if let Some(t) = s.tcp.loss_timers_at() {
+                    interval = interval.max(t.saturating_sub(now));
+                }
+            }
+        }
+        interval
     }
 
     /// Upstream's connection-level retransmission timer fired
@@ -829,10 +851,10 @@ impl StreamSender for MptcpSender {
         };
         if self.subflows[i].join != Join::Active {
             self.mark_all(); // a join changes which subflows are usable
-            self.on_join_packet(now, i, &seg, handshake, out);
+            self.on_join_packet(now, i, seg, handshake, out);
         } else if seg.flags & tcp_flags::ACK != 0 && seg.flags & tcp_flags::SYN == 0 && handshake.is_none() {
             // (a late duplicate of a handshake packet is not a subflow ACK)
-            self.on_data_ack(now, i, &seg, out);
+            self.on_data_ack(now, i, seg, out);
         }
         self.push(now, out);
     }
@@ -865,17 +887,17 @@ impl StreamSender for MptcpSender {
         self.push(now, out);
     }
     fn poll_at(&self) -> Option<Time> {
-        self.subflows
-            .iter()
-            .fold(None, |t, s| {
-                let own = match s.join {
-                    Join::Sent { deadline, .. } => Some(deadline),
-                    Join::Active => s.tcp.poll_at(),
-                    Join::Waiting => None,
-                };
-                earliest(t, own)
-            })
-            .map_or(self.rtx_deadline, |t| earliest(Some(t), self.rtx_deadline))
+        // (a plain loop: the engine asks after every packet)
+        let mut at = self.rtx_deadline;
+        for s in &self.subflows {
+            let own = match s.join {
+                Join::Sent { deadline, .. } => Some(deadline),
+                Join::Active => s.tcp.poll_at(),
+                Join::Waiting => None,
+            };
+            at = earliest(at, own);
+        }
+        at
     }
     fn path_count(&self) -> usize {
         self.subflows.len()
