@@ -348,6 +348,17 @@ impl MptcpSender {
         self.refresh.fill(true);
     }
 
+    /// Subflow `i`'s next timer: its join's retransmission while it joins,
+    /// its TCP timers once active.
+    fn subflow_timer(&self, i: usize) -> Option<Time> {
+        let s = &self.subflows[i];
+        match s.join {
+            Join::Sent { deadline, .. } => Some(deadline),
+            Join::Active => s.tcp.poll_at(),
+            Join::Waiting => None,
+        }
+    }
+
     fn push_scheduled(&mut self, now: Time, out: &mut Outbox) {
         let mut cands = std::mem::take(&mut self.cands);
         let mut fresh = false;
@@ -367,6 +378,13 @@ impl MptcpSender {
                 });
             }
             if !fresh && (!self.reinject.is_empty() || self.has_new_chunk()) {
+                // The default scheduler gives new data only to a subflow with
+                // send memory free: with none, the view need not be brought
+                // up to date (the usual case on an ACK: the subflow's queue is
+                // topped up in pieces, and the piece before overshot).
+                if self.scheduler == Scheduler::Default && self.reinject.is_empty() && !self.memory_free(&cands) {
+                    break;
+                }
                 self.refresh_candidates(&mut cands);
                 fresh = true;
             }
@@ -397,6 +415,23 @@ impl MptcpSender {
             self.optimise_receive_buffer(now, &cands, out);
         }
         self.cands = cands;
+    }
+
+    /// Whether some usable subflow has send memory free (the test the default
+    /// scheduler's pick starts with), from the view where it is up to date
+    /// and from the subflow itself where it is not.
+    fn memory_free(&self, cands: &[Candidate]) -> bool {
+        if cands.len() != self.subflows.len() {
+            return true; // no view yet: build it
+        }
+        (0..self.subflows.len()).any(|k| {
+            if self.refresh[k] {
+                let t = &self.subflows[k].tcp;
+                self.usable(k) && t.flight_size() + t.unsent() < self.queue_limit(t.cwnd())
+            } else {
+                cands[k].usable && cands[k].queued < cands[k].limit
+            }
+        })
     }
 
     /// Bring the scheduler's view up to date: the marked subflows (all of
@@ -548,18 +583,35 @@ impl MptcpSender {
             self.burst_left = allowance;
             i
         };
-        // As many segments as the scheduler would give this subflow one by
-        // one, in one write: the default scheduler's burst while the subflow
-        // can queue; minRTT's while its cwnd has room (its RTT, and so the
-        // choice, does not change as it is given data); round-robin one.
+        // The default scheduler: one piece of a page fragment, as upstream
+        // appends it (see `upstream_chunk`), within the burst; minRTT: as many
+        // segments as it would give this subflow one by one while its cwnd has
+        // room (its RTT, and so the choice, does not change as it is given
+        // data); round-robin one.
         let c = &cands[i];
         let max = match self.scheduler {
-            Scheduler::Default => self.burst_left.min(c.limit.saturating_sub(c.queued)),
+            Scheduler::Default => self.burst_left.min(self.upstream_chunk(c)),
             Scheduler::MinRtt => c.room,
             Scheduler::RoundRobin | Scheduler::Redundant => self.mss,
         };
         let len = self.new_chunk_len(max)?;
         Some((self.data_nxt, len, None, i))
+    }
+
+    /// How much upstream Linux appends to a subflow in one step of a push
+    /// (`mptcp_sendmsg_frag`): the application's data sits in page fragments
+    /// of 32 KB (`SKB_FRAG_PAGE_ORDER`; here whole segments from data
+    /// sequence 0), and one step copies what is left of the current fragment,
+    /// at most the subflow's TSO size goal (`tcp_send_mss`). Whether the
+    /// subflow may take it is a yes/no test of its send memory
+    /// (`sk_stream_memory_free`, `can_queue`), so a step may overshoot the send
+    /// buffer by up to a step, and the next step waits until that much has
+    /// been acknowledged: the subflow's queue is topped up in pieces of up to
+    /// 32 KB, not segment by segment as ACKs free room.
+    fn upstream_chunk(&self, c: &Candidate) -> u64 {
+        let fragment = RETRANSMIT_FRAGMENT / self.mss * self.mss;
+        let left = fragment - self.data_nxt % fragment;
+        left.min(tso_size_goal(c))
     }
 
     /// Hand subflow `i` data bytes [dsn, dsn + len) as one mapped write; what
@@ -824,6 +876,23 @@ impl MptcpSender {
     }
 }
 
+/// Linux's TSO size goal for a subflow (`tcp_tso_autosize`): about 1 ms of
+/// data at its pacing rate (`sk_pacing_shift` 10: the rate / 1024), at least
+/// two segments, at most what fits in one MPTCP GSO packet
+/// (`MPTCP_MAX_GSO_SIZE`: 64 KiB less `MAX_TCP_HEADER` + 1, 320 + 1 bytes on
+/// x86-64). The pacing rate is the default scheduler's (cwnd / srtt × 2 in
+/// slow start, × 1.2 after); before an RTT sample it is unlimited.
+fn tso_size_goal(c: &Candidate) -> u64 {
+    const MAX_GSO: u64 = 65536 - 321;
+    let most = (MAX_GSO / c.mss).max(2);
+    let Some(srtt) = c.srtt.filter(|&t| t > 0) else {
+        return most * c.mss;
+    };
+    let ratio = if c.cwnd < c.ssthresh / 2 { 2.0 } else { 1.2 };
+    let per_ms = ratio * c.cwnd as f64 * (1e9 / 1024.0) / srtt as f64;
+    ((per_ms / c.mss as f64) as u64).clamp(2, most) * c.mss
+}
+
 impl StreamSender for MptcpSender {
     fn kind(&self) -> &'static str {
         "mptcp"
@@ -889,13 +958,8 @@ impl StreamSender for MptcpSender {
     fn poll_at(&self) -> Option<Time> {
         // (a plain loop: the engine asks after every packet)
         let mut at = self.rtx_deadline;
-        for s in &self.subflows {
-            let own = match s.join {
-                Join::Sent { deadline, .. } => Some(deadline),
-                Join::Active => s.tcp.poll_at(),
-                Join::Waiting => None,
-            };
-            at = earliest(at, own);
+        for i in 0..self.subflows.len() {
+            at = earliest(at, self.subflow_timer(i));
         }
         at
     }
@@ -958,6 +1022,43 @@ impl StreamSender for MptcpSender {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn upstream_tops_a_subflow_up_in_page_fragment_pieces() {
+        // Upstream Linux (net/mptcp/protocol.c, mptcp_sendmsg_frag and
+        // __mptcp_subflow_push_pending): the data waits in 32 KB page
+        // fragments; one step appends what is left of the current fragment (at
+        // most the TSO size goal), and the subflow's send memory is tested
+        // (yes or no) only between steps. So a subflow's queue ends at or
+        // above its send buffer, less than one fragment above it, and no
+        // mapping crosses a fragment boundary.
+        let cfg = TcpConfig::default();
+        let ccs = (0..2)
+            .map(|_| crate::cc::build("", "cubic", &cfg.cc_params, cfg.controller_config()).unwrap())
+            .collect();
+        let mut s = MptcpSender::new(cfg, &MptcpConfig::default(), ccs);
+        let mut out = Vec::new();
+        s.write_all(0, None, &mut out);
+        let fragment = 32 * 1024 / s.mss * s.mss;
+        let sub = &s.subflows[0];
+        let limit = s.queue_limit(sub.tcp.cwnd());
+        let queued = sub.tcp.flight_size() + sub.tcp.unsent();
+        assert!(
+            queued >= limit && queued < limit + fragment,
+            "queued {queued}, send buffer {limit}"
+        );
+        assert!(sub.maps.iter().count() >= 2, "the queue took more than one piece");
+        for m in sub.maps.iter() {
+            assert!(m.len <= fragment, "{m:?}");
+            assert_eq!(
+                m.dsn / fragment,
+                (m.dsn + m.len - 1) / fragment,
+                "{m:?} crosses a fragment"
+            );
+        }
+        // the subflow sends its initial window at once; the rest waits
+        assert_eq!(out.len() as u64, s.subflows[0].tcp.cwnd() / s.mss);
+    }
 
     #[test]
     fn reinjection_queues_what_no_queued_copy_covers() {
