@@ -360,6 +360,16 @@ impl MptcpSender {
     }
 
     fn push_scheduled(&mut self, now: Time, out: &mut Outbox) {
+        // The usual ACK under the default scheduler: nothing to reinject, and
+        // no new data or no usable subflow with send memory free (the subflow's
+        // queue is topped up in pieces, and the piece before overshot).
+        if self.scheduler == Scheduler::Default
+            && self.reinject.is_empty()
+            && !(self.opportunistic_retransmission || self.penalisation)
+            && !(self.has_new_chunk() && self.memory_free(&self.cands))
+        {
+            return;
+        }
         let mut cands = std::mem::take(&mut self.cands);
         let mut fresh = false;
         loop {
@@ -424,14 +434,19 @@ impl MptcpSender {
         if cands.len() != self.subflows.len() {
             return true; // no view yet: build it
         }
-        (0..self.subflows.len()).any(|k| {
-            if self.refresh[k] {
-                let t = &self.subflows[k].tcp;
-                self.usable(k) && t.flight_size() + t.unsent() < self.queue_limit(t.cwnd())
+        // (a plain loop, the stale view's test first: this runs on every ACK)
+        for (k, c) in cands.iter().enumerate() {
+            let free = if !self.refresh[k] {
+                c.usable && c.queued < c.limit
             } else {
-                cands[k].usable && cands[k].queued < cands[k].limit
+                let t = &self.subflows[k].tcp;
+                t.flight_size() + t.unsent() < self.queue_limit(t.cwnd()) && self.usable(k)
+            };
+            if free {
+                return true;
             }
-        })
+        }
+        false
     }
 
     /// Bring the scheduler's view up to date: the marked subflows (all of
