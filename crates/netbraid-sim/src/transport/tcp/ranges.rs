@@ -173,6 +173,10 @@ impl RangeSet {
 
     pub fn is_sacked(&self, seq: u64) -> bool {
         let live = self.ranges();
+        // (data arriving in order above a hole lies at or past the last range)
+        if live.last().is_none_or(|r| r.1 <= seq) {
+            return false;
+        }
         let i = live.partition_point(|r| r.1 <= seq);
         i < live.len() && live[i].0 <= seq
     }
