@@ -1038,6 +1038,15 @@ impl StreamSender for MptcpSender {
 mod tests {
     use super::*;
 
+    /// A sender of `paths` subflows, each with controller `cc`, default settings.
+    fn sender(paths: usize, cc: &str) -> MptcpSender {
+        let cfg = TcpConfig::default();
+        let ccs = (0..paths)
+            .map(|_| crate::cc::build("", cc, &cfg.cc_params, cfg.controller_config()).unwrap())
+            .collect();
+        MptcpSender::new(cfg, &MptcpConfig::default(), ccs)
+    }
+
     #[test]
     fn upstream_tops_a_subflow_up_in_page_fragment_pieces() {
         // Upstream Linux (net/mptcp/protocol.c, mptcp_sendmsg_frag and
@@ -1047,11 +1056,7 @@ mod tests {
         // (yes or no) only between steps. So a subflow's queue ends at or
         // above its send buffer, less than one fragment above it, and no
         // mapping crosses a fragment boundary.
-        let cfg = TcpConfig::default();
-        let ccs = (0..2)
-            .map(|_| crate::cc::build("", "cubic", &cfg.cc_params, cfg.controller_config()).unwrap())
-            .collect();
-        let mut s = MptcpSender::new(cfg, &MptcpConfig::default(), ccs);
+        let mut s = sender(2, "cubic");
         let mut out = Vec::new();
         s.write_all(0, None, &mut out);
         let fragment = 32 * 1024 / s.mss * s.mss;
@@ -1081,11 +1086,7 @@ mod tests {
         // subflow 1 the original 64-segment burst: when both fail, all 64
         // segments are queued to go again, each once (a copy that starts at the
         // same data byte does not stand for a longer map).
-        let cfg = TcpConfig::default();
-        let ccs = (0..3)
-            .map(|_| crate::cc::build("", "reno", &cfg.cc_params, cfg.controller_config()).unwrap())
-            .collect();
-        let mut s = MptcpSender::new(cfg, &MptcpConfig::default(), ccs);
+        let mut s = sender(3, "reno");
         let mss = s.mss;
         for sub in &mut s.subflows {
             sub.join = Join::Active;
