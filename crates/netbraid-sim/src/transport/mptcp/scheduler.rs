@@ -148,11 +148,21 @@ fn has_room(c: &Candidate) -> bool {
 /// Time to drain a subflow's queued data at its pacing rate (ns·bytes
 /// units cancel: queued × srtt / (ratio × cwnd)).
 fn linger(c: &Candidate) -> f64 {
-    let ratio = if c.cwnd < c.ssthresh / 2 { 2.0 } else { 1.2 };
+    let ratio = pacing_ratio(c);
     // (every value is far below 2^63: through i64 the conversion is one
     // instruction, and exact as u64's)
     let srtt = c.srtt.unwrap_or(0).max(1) as i64 as f64;
     c.queued as i64 as f64 * srtt / (ratio * c.cwnd.max(1) as i64 as f64)
+}
+
+/// Linux's pacing rate over cwnd / srtt (`sk_pacing_rate`): × 2 in slow
+/// start, × 1.2 after.
+pub fn pacing_ratio(c: &Candidate) -> f64 {
+    if c.cwnd < c.ssthresh / 2 {
+        2.0
+    } else {
+        1.2
+    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use super::scheduler::{can_queue, Candidate, Scheduler};
+use super::scheduler::{can_queue, pacing_ratio, Candidate, Scheduler};
 use super::{MptcpConfig, Reinjection as Policy, RETRANSMIT_FRAGMENT, STALE_LOSS_COUNT};
 use crate::cc::{CongestionControl, SubflowView};
 use crate::endpoint::{Outbox, Received, Report, Scope, SenderState, Snapshot, Transmit};
@@ -388,13 +388,6 @@ impl MptcpSender {
                 });
             }
             if !fresh && (!self.reinject.is_empty() || self.has_new_chunk()) {
-                // The default scheduler gives new data only to a subflow with
-                // send memory free: with none, the view need not be brought
-                // up to date (the usual case on an ACK: the subflow's queue is
-                // topped up in pieces, and the piece before overshot).
-                if self.scheduler == Scheduler::Default && self.reinject.is_empty() && !self.memory_free(&cands) {
-                    break;
-                }
                 self.refresh_candidates(&mut cands);
                 fresh = true;
             }
@@ -624,9 +617,15 @@ impl MptcpSender {
     /// been acknowledged: the subflow's queue is topped up in pieces of up to
     /// 32 KB, not segment by segment as ACKs free room.
     fn upstream_chunk(&self, c: &Candidate) -> u64 {
-        let fragment = RETRANSMIT_FRAGMENT / self.mss * self.mss;
+        let fragment = self.page_fragment();
         let left = fragment - self.data_nxt % fragment;
         left.min(tso_size_goal(c))
+    }
+
+    /// A page fragment of the connection's data in whole segments (data
+    /// sequence is cut into them from 0, so DATA_ACK stays a boundary).
+    fn page_fragment(&self) -> u64 {
+        RETRANSMIT_FRAGMENT / self.mss * self.mss
     }
 
     /// Hand subflow `i` data bytes [dsn, dsn + len) as one mapped write; what
@@ -840,8 +839,7 @@ impl MptcpSender {
         if let Some(k) = pick {
             // whole segments (DATA_ACK is a segment boundary), or up to the
             // application's last byte
-            let fragment = RETRANSMIT_FRAGMENT / self.mss * self.mss;
-            let len = fragment.min(self.data_nxt - self.data_una);
+            let len = self.page_fragment().min(self.data_nxt - self.data_una);
             self.send_chunk(now, k, self.data_una, len, out);
         }
         self.rtx_deadline = Some(now + self.rtx_interval(now));
@@ -903,8 +901,7 @@ fn tso_size_goal(c: &Candidate) -> u64 {
     let Some(srtt) = c.srtt.filter(|&t| t > 0) else {
         return most * c.mss;
     };
-    let ratio = if c.cwnd < c.ssthresh / 2 { 2.0 } else { 1.2 };
-    let per_ms = ratio * c.cwnd as f64 * (1e9 / 1024.0) / srtt as f64;
+    let per_ms = pacing_ratio(c) * c.cwnd as f64 * (1e9 / 1024.0) / srtt as f64;
     ((per_ms / c.mss as f64) as u64).clamp(2, most) * c.mss
 }
 
