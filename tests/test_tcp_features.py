@@ -344,6 +344,38 @@ def test_linux_profile_fills_what_the_scenario_leaves_unset(tmp_path):
     assert tcp["cc_params"] == {}
 
 
+def test_sack_compression_is_off_by_default_and_set_on_the_receiving_host_on_emu():
+    """The RFCs send every duplicate ACK at once (sack_compression = 0);
+    Linux compresses them (net.ipv4.tcp_comp_sack_nr = 44,
+    tcp_comp_sack_delay_ns = 1 ms, the kernel's defaults). On emu the
+    setting is the receiving host's sysctl (one per namespace), so two flows
+    into one host cannot differ."""
+    from netbraid.emu.backend import _plan
+    from netbraid.emu.topology import forwarding_table
+
+    s = nb.Scenario(name="p", duration="1s")
+    s.add_host("a").add_host("b").add_link("a", "b", rate="10Mbps", delay="5ms")
+    s.add_flow("rfc", "a", "b")
+    s.add_flow("linux", "a", "b", sack_compression=44)
+    rfc, linux = (f["tcp"] for f in nb.resolve(s)["flows"])
+    assert (rfc["sack_compression"], rfc["sack_compression_delay"]) == (0, 1_000_000)
+    assert linux["sack_compression"] == 44
+    with pytest.raises(nb.ScenarioError, match="sack_compression"):
+        nb.TcpOptions(sack_compression=-1)
+
+    s = nb.Scenario(name="p", duration="1s")
+    s.add_host("a").add_host("b").add_link("a", "b", rate="10Mbps", delay="5ms")
+    s.add_flow("f", "a", "b", profile="linux", sack_compression=0, sack_compression_delay="500us")
+    resolved = nb.resolve(s, backend="emu")
+    sysctls = _plan(resolved, forwarding_table(resolved))[1]
+    assert sysctls[1]["net.ipv4.tcp_comp_sack_nr"] == 0  # host b receives
+    assert sysctls[1]["net.ipv4.tcp_comp_sack_delay_ns"] == 500_000
+    s.add_flow("g", "a", "b", profile="linux", sack_compression=10)
+    resolved = nb.resolve(s, backend="emu")
+    with pytest.raises(nb.ScenarioError, match="needs net.ipv4.tcp_comp_sack_nr=10 for one flow and 0 for another"):
+        _plan(resolved, forwarding_table(resolved))
+
+
 def test_linux_profile_on_a_flow_from_python():
     s = nb.Scenario(name="p", duration="1s")
     s.add_host("a").add_host("b").add_link("a", "b", rate="10Mbps", delay="5ms")

@@ -41,6 +41,8 @@ TCP_DEFAULTS: dict[str, Any] = {
     "delack_timeout": 200 * MS,
     "delack_count": 2,
     "quick_acks": 0,
+    "sack_compression": 0,
+    "sack_compression_delay": 1 * MS,
     "abc_limit": 1,
     "byte_counting": False,
     "dupthresh": 3,
@@ -60,7 +62,9 @@ TCP_DEFAULTS: dict[str, Any] = {
 #: delayed ACKs every second segment with a 40 ms floor (TCP_DELACK_MIN),
 #: RACK-TLP (net.ipv4.tcp_recovery = 1 and tcp_early_retrans = 3, the
 #: defaults) and PRR in recovery (since Linux 3.2). What `compare` and paper
-#: 001 give the simulator; `profile = "linux"` adds Linux's CUBIC.
+#: 001 give the simulator; `profile = "linux"` adds Linux's CUBIC. Not yet
+#: here: SACK compression (`sack_compression = 44`, the kernel's default),
+#: see docs/model.md.
 LINUX_TCP: dict[str, Any] = {
     "initial_window": 10,
     "rto_min": "200ms",

@@ -342,6 +342,12 @@ class TcpOptions(Strict):
     #: Linux's quick-ACK mode: the first this-many segments (and the first
     #: after an idle second) are ACKed at once; 0 = none (RFC 5681).
     quick_acks: Optional[Annotated[int, Field(ge=0, le=1000, strict=True)]] = None
+    #: Linux's SACK compression (net.ipv4.tcp_comp_sack_nr, 44 there):
+    #: while data is out of order, after the first three duplicate ACKs for
+    #: a hole, one ACK stands for up to this many, sent at the latest
+    #: sack_compression_delay after the first it holds; 0 = off (RFC 5681).
+    sack_compression: Optional[Annotated[int, Field(ge=0, le=255, strict=True)]] = None
+    sack_compression_delay: Optional[Time] = None
     abc_limit: Optional[Count] = None
     #: Congestion avoidance grows one MSS per cwnd of bytes ACKed (RFC 3465,
     #: as Linux counts ACKed segments) instead of MSS²/cwnd per ACK (RFC 5681).

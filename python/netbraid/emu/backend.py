@@ -25,7 +25,7 @@ from .traffic import IperfFlow, SctpFlow, UdpFlow, whole_seconds
 #: TCP settings the emu backend can honour (how is in docs/emu.md); any
 #: other explicitly set TCP field is an error on emu rather than ignored.
 EMU_TCP_FIELDS = {"profile", "cc", "recovery", "mss", "window", "rcvbuf", "sndbuf", "initial_window", "rto_min",
-                  "delayed_ack", "ecn"}
+                  "delayed_ack", "ecn", "sack_compression", "sack_compression_delay"}
 SETUP_MARGIN_NS = 1_500_000_000
 
 
@@ -126,6 +126,12 @@ def _plan(resolved: dict[str, Any], forwarding: list[dict[str, Any]]):
                 route_attrs[(f["src"], s["dst_addr_iface"])] = " ".join(attrs)
             if "delayed_ack" in explicit and not tcp["delayed_ack"]:
                 route_attrs[(f["dst"], src_iface)] = "quickack 1"
+            # SACK compression is the receiving host's (per namespace)
+            if "sack_compression" in explicit:
+                set_sysctl(f["dst"], "net.ipv4.tcp_comp_sack_nr", tcp["sack_compression"], f"{where}.sack_compression")
+            if "sack_compression_delay" in explicit:
+                set_sysctl(f["dst"], "net.ipv4.tcp_comp_sack_delay_ns", tcp["sack_compression_delay"],
+                           f"{where}.sack_compression_delay")
             if f["kind"] == "mptcp":
                 mptcp.append({"src": f["src"], "dst": f["dst"], "primary_iface": src_iface})
                 source_ifaces.update(ifaces_of[f["src"]])

@@ -113,6 +113,15 @@ pub struct TcpConfig {
     /// at once (TCP_MAX_QUICKACKS = 16); 0: none (RFC 5681).
     #[serde(default)]
     pub quick_acks: u32,
+    /// Linux's SACK compression (net.ipv4.tcp_comp_sack_nr): while data is
+    /// out of order, the first three duplicate ACKs for a hole go at once
+    /// and the next ones wait up to `sack_compression_delay`, one ACK
+    /// standing for at most this many; 0: every one at once (RFC 5681 §4.2).
+    #[serde(default)]
+    pub sack_compression: u32,
+    /// The longest a compressed SACK waits (tcp_comp_sack_delay_ns, 1 ms).
+    #[serde(default)]
+    pub sack_compression_delay: Time,
     /// RFC 3465 L: slow-start growth per ACK at most L·MSS (1 = RFC 5681).
     pub abc_limit: u32,
     /// Congestion avoidance counts bytes acknowledged (RFC 3465: one MSS
@@ -176,6 +185,8 @@ impl Default for TcpConfig {
             delack_timeout: 200 * MILLISECOND,
             delack_count: 2,
             quick_acks: 0,
+            sack_compression: 0,
+            sack_compression_delay: MILLISECOND,
             abc_limit: 1,
             byte_counting: false,
             dupthresh: 3,
@@ -274,6 +285,7 @@ impl TcpConfig {
             ("rto_max", self.rto_max),
             ("rto_initial", self.rto_initial),
             ("delack_timeout", self.delack_timeout),
+            ("sack_compression_delay", self.sack_compression_delay),
             ("clock_granularity", self.clock_granularity),
         ] {
             crate::sim::check_time(&format!("{field}{k}"), t)?;

@@ -46,6 +46,17 @@ pub struct TcpReceiver {
     quick_acks_left: u32,
     quick_acks: u32,
     last_data_at: Option<Time>,
+    /// SACK compression (Linux's tcp_comp_sack_*): the most ACKs one may
+    /// stand for (0: off) and the longest it waits; ACKs held back since the
+    /// last one sent; duplicate ACKs already sent at once for the hole at
+    /// `compressed_for` (the first three always go, as dupthresh needs);
+    /// when the held-back ACK goes.
+    sack_compression: u32,
+    sack_compression_delay: Time,
+    compressed: u32,
+    dupacks_sent: u32,
+    compressed_for: u64,
+    compressed_deadline: Option<Time>,
     /// A CE mark arrived: set ECE on every ACK until the sender's CWR (RFC 3168 §6.1.3).
     echo_ce: bool,
     /// Starts of recently received out-of-order segments, newest first: the
@@ -78,6 +89,16 @@ impl TcpReceiver {
                 .quick_acks
                 .min((cfg.rcvbuf / (2 * cfg.mss.max(1) as u64)).max(2) as u32),
             last_data_at: None,
+            sack_compression: if cfg.recovery == Recovery::Sack {
+                cfg.sack_compression
+            } else {
+                0
+            },
+            sack_compression_delay: cfg.sack_compression_delay,
+            compressed: 0,
+            dupacks_sent: 0,
+            compressed_for: 0,
+            compressed_deadline: None,
             echo_ce: false,
             recent: Vec::new(), // allocated at the first out-of-order segment
             stats: TransportCounters::default(),
@@ -119,7 +140,10 @@ impl TcpReceiver {
         self.right_edge - self.rcv_nxt
     }
     pub fn poll_at(&self) -> Option<Time> {
-        self.delack_deadline
+        match (self.delack_deadline, self.compressed_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The application reads up to `max` bytes; returns how many. If that
@@ -228,12 +252,36 @@ impl TcpReceiver {
             self.recent.retain(|&s| s != seg.seq);
             self.recent.insert(0, seg.seq);
             self.recent.truncate(8);
-            self.send_ack(out);
+            if !self.hold_sack(now) {
+                self.send_ack(out);
+            }
         }
     }
 
+    /// Whether the ACK for an out-of-order segment waits, compressed with
+    /// the next ones (Linux's __tcp_ack_snd_check): not in quick-ACK mode,
+    /// not among the first three duplicate ACKs for this hole, and only
+    /// until `sack_compression` are held or the delay has passed.
+    fn hold_sack(&mut self, now: Time) -> bool {
+        if self.sack_compression == 0 || self.quick_acks_left > 0 || self.compressed >= self.sack_compression {
+            return false;
+        }
+        if self.compressed_for != self.rcv_nxt {
+            self.compressed_for = self.rcv_nxt;
+            self.dupacks_sent = 0;
+        }
+        if self.dupacks_sent < 3 {
+            self.dupacks_sent += 1;
+            return false;
+        }
+        self.compressed += 1;
+        self.compressed_deadline.get_or_insert(now + self.sack_compression_delay);
+        true
+    }
+
     pub fn on_timer(&mut self, now: Time, out: &mut Outbox) {
-        if self.delack_deadline.is_some_and(|d| now >= d) {
+        let due = |d: Option<Time>| d.is_some_and(|d| now >= d);
+        if due(self.delack_deadline) || due(self.compressed_deadline) {
             self.send_ack(out);
         }
     }
@@ -289,6 +337,8 @@ impl TcpReceiver {
         self.quick_acks_left = self.quick_acks_left.saturating_sub(1);
         self.unacked_segments = 0;
         self.delack_deadline = None;
+        self.compressed = 0;
+        self.compressed_deadline = None;
         self.stats.acks_sent += 1;
         let sack = self.sack_blocks();
         let flags = tcp_flags::ACK | if self.echo_ce { tcp_flags::ECE } else { 0 };

@@ -820,6 +820,72 @@ fn receiver_quick_acks_at_the_start_and_after_idle() {
     assert_eq!(out.len(), before + 1);
 }
 
+/// Linux's SACK compression (tcp_input.c, __tcp_ack_snd_check; sysctls
+/// tcp_comp_sack_nr = 44, tcp_comp_sack_delay_ns = 1 ms): behind a hole the
+/// first three duplicate ACKs go at once (the sender's dupthresh needs
+/// them), later ones wait — one ACK for up to 44 segments, sent at the
+/// latest 1 ms after the first it holds; the segment that fills the hole is
+/// ACKed at once. Without it (RFC 5681 §4.2) every out-of-order segment is.
+#[test]
+fn receiver_compresses_sacks_after_three_dupacks() {
+    let cfg = |nr| TcpConfig {
+        mss: 1000,
+        rcvbuf: 1 << 20,
+        sack_compression: nr,
+        sack_compression_delay: MILLISECOND,
+        ..TcpConfig::default()
+    };
+    let seg = |k: u64| TcpSegment {
+        seq: k * 1000,
+        len: 1000,
+        flags: tcp_flags::ACK,
+        ..Default::default()
+    };
+    let us = MILLISECOND / 1000;
+    // segment 0 is lost; 1..=60 arrive 10 µs apart
+    for (nr, expect_immediate) in [(0u32, 60usize), (44, 3)] {
+        let mut r = TcpReceiver::new(&cfg(nr));
+        let mut out = Vec::new();
+        let mut immediate = 0;
+        for k in 1..=60u64 {
+            let now = 10 * k * us;
+            let before = out.len();
+            r.on_segment(now, &seg(k), 1040, false, &mut out);
+            immediate += out.len() - before;
+            if nr > 0 && k == 3 {
+                assert_eq!(r.poll_at(), None, "nothing held after the third dupack");
+            }
+            if nr > 0 && k == 4 {
+                assert_eq!(r.poll_at(), Some(now + MILLISECOND), "the fourth waits at most 1 ms");
+            }
+        }
+        if nr == 0 {
+            assert_eq!(immediate, expect_immediate);
+            continue;
+        }
+        // 3 at once; the 4th..47th (44 held) make the 48th go at once; the
+        // 48th resets the count, so 49..=60 are held again
+        assert_eq!(immediate, expect_immediate + 1, "three dupacks, then one when 44 were held");
+        let due = r.poll_at().expect("held SACKs wait for the timer");
+        assert_eq!(due, 10 * 49 * us + MILLISECOND);
+        let before = out.len();
+        r.on_timer(due - 1, &mut out);
+        assert_eq!(out.len(), before, "not before the delay");
+        r.on_timer(due, &mut out);
+        assert_eq!(out.len(), before + 1, "one ACK for the held ones");
+        let Body::Tcp(ack) = out.last().unwrap().body else { unreachable!() };
+        assert_eq!(ack.ack, 0);
+        assert_eq!(ack.sack.iter(ack.ack).next(), Some((1000, 61_000)), "it SACKs all that arrived");
+        assert_eq!(r.poll_at(), None);
+        // the retransmission fills the hole: ACKed at once
+        let before = out.len();
+        r.on_segment(2 * MILLISECOND, &seg(0), 1040, false, &mut out);
+        assert_eq!(out.len(), before + 1);
+        let Body::Tcp(ack) = out.last().unwrap().body else { unreachable!() };
+        assert_eq!(ack.ack, 61_000);
+    }
+}
+
 /// Linux paces TSO bursts: with a burst of 4 segments at 1 MB/s (1 ms a
 /// segment), after the unpaced start the segments leave four at a time,
 /// 4 ms apart.

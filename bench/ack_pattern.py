@@ -1,0 +1,131 @@
+"""How each flow's receiver ACKs, on sim and on this kernel: data segments
+per ACK and the share of ACKs that carry SACK blocks, after the warm-up.
+
+A diagnostic for the fidelity benchmark's competing-flow cells (issue 16):
+one cell of bench/fidelity.py, run once per backend with the same seed,
+with packets captured — on sim by the simulator's own pcap writer on both
+directions of the bottleneck, on emu by tcpdump (Debian `tcpdump`) in the
+receiving host's namespace — and read back with tshark. Counts start at
+the cell's measurement start (a quarter of the run).
+
+    python bench/ack_pattern.py --cell mix:cubic+cubic+bbr+bbr:20:1 --seed 1
+
+On sim the data segments are counted where they enter the bottleneck
+(queue drops excluded); on emu where they reach the receiver. Without root
+or namespaces only the simulator's side is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import fidelity  # noqa: E402
+
+import netbraid as nb  # noqa: E402
+
+
+def tshark_rows(pcap: Path, fields: list[str]) -> list[list[str]]:
+    out = subprocess.run(["tshark", "-r", str(pcap), "-T", "fields", *sum((["-e", f] for f in fields), [])],
+                         capture_output=True, text=True, check=True).stdout
+    return [(line.split("\t") + [""] * len(fields))[:len(fields)] for line in out.splitlines()]
+
+
+def tally(rows: list[list[str]], since_s: float, key) -> dict[str, collections.Counter]:
+    """rows of (time, tcp.len, sack_le, srcport, dstport) -> per data port:
+    data segments, plain ACKs, ACKs with SACK blocks."""
+    per: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for t, length, sack, sport, dport in rows:
+        if float(t) < since_s:
+            continue
+        data = int(length or 0) > 0
+        port = sport if data else dport  # the sender's port names the flow
+        per[key(port)]["data" if data else ("sack" if sack else "plain")] += 1
+    return per
+
+
+FIELDS = ["frame.time_relative", "tcp.len", "tcp.options.sack_le", "tcp.srcport", "tcp.dstport"]
+
+
+def on_sim(cell: str, seed: int, duration: float, tmp: Path) -> tuple[dict, list[str]]:
+    s = fidelity.scenario(cell, duration)
+    d, a = tmp / "data.pcap", tmp / "acks.pcap"
+    r = nb.simulate(s, seed=seed, pcap=[("client->server", str(d)), ("server->client", str(a))])
+    names = [f["name"] for f in r["flows"]]
+    # the simulator numbers the client ports 10000, 10001, ... in flow order
+    rows = tshark_rows(d, FIELDS) + tshark_rows(a, FIELDS)
+    return tally(rows, duration / 4, lambda p: names[int(p) - 10000] if 0 <= int(p) - 10000 < len(names) else p), names
+
+
+def on_emu(cell: str, seed: int, duration: float, tmp: Path) -> tuple[dict, list[str]]:
+    from netbraid.emu import topology
+    from netbraid.emu.traffic import IPERF_PORT
+
+    pcap, procs = tmp / "emu.pcap", []
+    build = topology.Topology.build
+
+    def build_and_capture(self, *a, **k):  # the namespaces exist once built
+        build(self, *a, **k)
+        procs.append(subprocess.Popen(["ip", "netns", "exec", self.ns[1], "tcpdump", "-i", "any", "-s", "128",
+                                       "-w", str(pcap), "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        time.sleep(0.5)  # tcpdump listening before the flows start
+
+    topology.Topology.build = build_and_capture
+    try:
+        r = nb.simulate(fidelity.scenario(cell, duration), seed=seed, backend="emu")
+    finally:
+        topology.Topology.build = build
+        for p in procs:
+            p.terminate()
+            p.wait()
+    names = [f["name"] for f in r["flows"]]
+    # Flow i's server listens on IPERF_PORT + i (a data segment's
+    # destination port, an ACK's source port: swapped to tally's order).
+    # The capture starts about half a second before the flows, so the
+    # warm-up cut falls that much early: a few round trips of 20 s.
+    rows = [[t, ln, sack, dp, sp] for t, ln, sack, sp, dp in tshark_rows(pcap, FIELDS)]
+    per = tally(rows, duration / 4,
+                lambda p: names[int(p) - IPERF_PORT] if 0 <= int(p) - IPERF_PORT < len(names) else p)
+    return {k: v for k, v in per.items() if v["data"] > 100}, names
+
+
+def show(label: str, per: dict, names: list[str]) -> None:
+    print(f"{label}:")
+    for name in names:
+        c = per.get(name, collections.Counter())
+        acks = c["plain"] + c["sack"]
+        ratio = f"{c['data'] / acks:.2f}" if acks else "—"
+        sack = f"{100 * c['sack'] / acks:.0f} %" if acks else "—"
+        print(f"  {name:10} data {c['data']:7d}  ACKs {acks:7d}  data/ACK {ratio:>5}  with SACK {sack:>5}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cell", default="mix:cubic+cubic+bbr+bbr:20:1", help="a fidelity cell (see bench/fidelity.py)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--duration", type=float, default=20.0, help="seconds per run")
+    a = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        per, names = on_sim(a.cell, a.seed, a.duration, tmp)
+        show("sim", per, names)
+        from netbraid.emu.platform import unavailable_reason
+
+        reason = unavailable_reason()
+        if reason:
+            print(f"emu skipped: {reason}", file=sys.stderr)
+            return 0
+        per, names = on_emu(a.cell, a.seed, a.duration, tmp)
+        show("emu (this kernel)", per, names)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
