@@ -16,7 +16,9 @@ controller Jain's fairness index.
 
 Method: every replication of a cell is one run on each backend with its own
 seed (sim) or one real run (emu; runs alternate sim, emu); goodput is
-measured after a warm-up of a quarter of the run. Each row is appended to
+measured after a warm-up of a quarter of the run. Competing flows start at
+instants drawn per replication in the first 200 ms, the same on both
+backends, so that each pair of runs is the same experiment. Each row is appended to
 the CSV (`--out`, default bench/results/fidelity.csv) as it is produced, so
 an interrupted run resumes where it stopped (rows already there are not
 run again). The table gives, per cell, the mean and 95 % Student-t
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import random
 import sys
 from pathlib import Path
 
@@ -47,7 +50,7 @@ BUFFERS_BDP = [0.5, 1, 2]
 COMPETING = [("cubic", "cubic"), ("bbr", "bbr"), ("cubic", "bbr"), ("reno", "cubic"),
              ("cubic",) * 4, ("cubic", "cubic", "bbr", "bbr")]
 QUICK = ["cubic:20:0.001:1", "bbr:20:0.01:1", "reno:5:0:0.5"]
-MIX_JITTER = "200ms"  # competing flows' start spread (see scenario)
+MIX_SPREAD_MS = 200.0  # competing flows start at random instants in the first 200 ms (see scenario)
 FIELDS = ["cell", "duration_s", "backend", "rep", "flow", "goodput_bps", "share", "retransmits", "rtt_mean_s"]
 
 
@@ -56,9 +59,10 @@ def buffer_packets(delay_ms: float, bdp: float) -> int:
     return max(2, round(RATE_BPS * rtt / 8 / PACKET * bdp))
 
 
-def scenario(cell: str, duration_s: float) -> nb.Scenario:
+def scenario(cell: str, duration_s: float, rep: int = 0) -> nb.Scenario:
     """A cell's scenario from its name: "cc:delay_ms:loss:buffer_bdp" for
-    one flow, "mix:cc+cc+...:delay_ms:buffer_bdp" for competing flows."""
+    one flow, "mix:cc+cc+...:delay_ms:buffer_bdp" for competing flows
+    (replication `rep`'s start instants)."""
     parts = cell.split(":")
     if parts[0] == "mix":
         ccs, delay, loss, bdp = parts[1].split("+"), float(parts[2]), 0.0, float(parts[3])
@@ -68,13 +72,17 @@ def scenario(cell: str, duration_s: float) -> nb.Scenario:
     s.add_host("client").add_host("server")
     s.add_link("client", "server", rate="50Mbps", delay=f"{delay}ms", queue=f"{buffer_packets(delay, bdp)}p",
                ab={"loss": loss} if loss else None)
-    # Competing flows start at a random instant in the first MIX_JITTER
-    # (drawn from the seed on sim, by the emu backend on the real stacks):
+    # Competing flows start at random instants in the first MIX_SPREAD_MS:
     # with simultaneous starts every simulated replication is the same run
     # (no loss, no randomness), and how drop-tail losses fall between the
-    # flows depends on their phase.
-    start = {"start_jitter": MIX_JITTER} if len(ccs) > 1 else {}
+    # flows depends on their phase. The instants are drawn here, once per
+    # replication, and given to both backends: which flow starts first
+    # decides much of a run's shares, and had each backend drawn its own
+    # (the seed's stream on sim, the emu backend's own), eight replications
+    # started CUBIC first in 7 kernel runs and 3 simulated ones.
+    starts = random.Random(f"fidelity/{cell}/{rep}")
     for k, cc in enumerate(ccs):
+        start = {"start": f"{starts.random() * MIX_SPREAD_MS:.3f}ms"} if len(ccs) > 1 else {}
         s.add_flow(f"{cc}{k}", "client", "server", cc=cc, profile="linux", **start)
     s.measure = nb.Measure(start=f"{duration_s / 4}s")
     return s
@@ -112,8 +120,8 @@ def run(cells: list[str], reps: int, duration_s: float, out: Path, emu: bool) ->
         if new_file:
             writer.writeheader()
         for cell in cells:
-            s = scenario(cell, duration_s)
             for rep in range(reps):
+                s = scenario(cell, duration_s, rep)
                 for backend in ["sim", "emu"] if emu else ["sim"]:
                     if (cell, backend, rep) in done:
                         continue
