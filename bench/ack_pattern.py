@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import signal
 import subprocess
 import sys
 import tempfile
@@ -33,8 +34,12 @@ import netbraid as nb  # noqa: E402
 
 
 def tshark_rows(pcap: Path, fields: list[str]) -> list[list[str]]:
-    out = subprocess.run(["tshark", "-r", str(pcap), "-T", "fields", *sum((["-e", f] for f in fields), [])],
-                         capture_output=True, text=True, check=True).stdout
+    # (exit status 2 with rows: a capture cut short in its last packet)
+    r = subprocess.run(["tshark", "-r", str(pcap), "-T", "fields", *sum((["-e", f] for f in fields), [])],
+                       capture_output=True, text=True)
+    if r.returncode != 0 and not r.stdout:
+        sys.exit(f"tshark could not read {pcap}: {r.stderr.strip()}")
+    out = r.stdout
     return [(line.split("\t") + [""] * len(fields))[:len(fields)] for line in out.splitlines()]
 
 
@@ -54,8 +59,10 @@ def tally(rows: list[list[str]], since_s: float, key) -> dict[str, collections.C
 FIELDS = ["frame.time_relative", "tcp.len", "tcp.options.sack_le", "tcp.srcport", "tcp.dstport"]
 
 
-def on_sim(cell: str, seed: int, duration: float, tmp: Path) -> tuple[dict, list[str]]:
+def on_sim(cell: str, seed: int, duration: float, tmp: Path, sack_compression: int = 0) -> tuple[dict, list[str]]:
     s = fidelity.scenario(cell, duration)
+    for f in s.flows:
+        f.sack_compression = sack_compression
     d, a = tmp / "data.pcap", tmp / "acks.pcap"
     r = nb.simulate(s, seed=seed, pcap=[("client->server", str(d)), ("server->client", str(a))])
     names = [f["name"] for f in r["flows"]]
@@ -83,7 +90,7 @@ def on_emu(cell: str, seed: int, duration: float, tmp: Path) -> tuple[dict, list
     finally:
         topology.Topology.build = build
         for p in procs:
-            p.terminate()
+            p.send_signal(signal.SIGINT)  # tcpdump flushes and closes the file
             p.wait()
     names = [f["name"] for f in r["flows"]]
     # Flow i's server listens on IPERF_PORT + i (a data segment's
@@ -111,11 +118,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cell", default="mix:cubic+cubic+bbr+bbr:20:1", help="a fidelity cell (see bench/fidelity.py)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--duration", type=float, default=20.0, help="seconds per run")
+    ap.add_argument("--sack-compression", type=int, default=0, metavar="N",
+                    help="the simulated receivers' sack_compression (Linux: 44; default 0, the Linux profile's)")
+    ap.add_argument("--no-emu", action="store_true", help="the simulator's side only")
     a = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        per, names = on_sim(a.cell, a.seed, a.duration, tmp)
-        show("sim", per, names)
+        per, names = on_sim(a.cell, a.seed, a.duration, tmp, a.sack_compression)
+        show(f"sim (sack_compression = {a.sack_compression})", per, names)
+        if a.no_emu:
+            return 0
         from netbraid.emu.platform import unavailable_reason
 
         reason = unavailable_reason()
