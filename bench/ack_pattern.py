@@ -59,6 +59,11 @@ def tally(rows: list[list[str]], since_s: float, key) -> dict[str, collections.C
 FIELDS = ["frame.time_relative", "tcp.len", "tcp.options.sack_le", "tcp.srcport", "tcp.dstport"]
 
 
+def flow_of_port(names: list[str], first_port: int):
+    """Flow i's port is first_port + i; other ports (none expected) stay as they are."""
+    return lambda p: names[int(p) - first_port] if 0 <= int(p) - first_port < len(names) else p
+
+
 def on_sim(cell: str, seed: int, duration: float, tmp: Path, sack_compression: int = 0) -> tuple[dict, list[str]]:
     s = fidelity.scenario(cell, duration)
     for f in s.flows:
@@ -68,7 +73,7 @@ def on_sim(cell: str, seed: int, duration: float, tmp: Path, sack_compression: i
     names = [f["name"] for f in r["flows"]]
     # the simulator numbers the client ports 10000, 10001, ... in flow order
     rows = tshark_rows(d, FIELDS) + tshark_rows(a, FIELDS)
-    return tally(rows, duration / 4, lambda p: names[int(p) - 10000] if 0 <= int(p) - 10000 < len(names) else p), names
+    return tally(rows, duration / 4, flow_of_port(names, 10000)), names
 
 
 def on_emu(cell: str, seed: int, duration: float, tmp: Path) -> tuple[dict, list[str]]:
@@ -98,8 +103,7 @@ def on_emu(cell: str, seed: int, duration: float, tmp: Path) -> tuple[dict, list
     # The capture starts about half a second before the flows, so the
     # warm-up cut falls that much early: a few round trips of 20 s.
     rows = [[t, ln, sack, dp, sp] for t, ln, sack, sp, dp in tshark_rows(pcap, FIELDS)]
-    per = tally(rows, duration / 4,
-                lambda p: names[int(p) - IPERF_PORT] if 0 <= int(p) - IPERF_PORT < len(names) else p)
+    per = tally(rows, duration / 4, flow_of_port(names, IPERF_PORT))
     return {k: v for k, v in per.items() if v["data"] > 100}, names
 
 

@@ -120,7 +120,7 @@ pub struct TcpConfig {
     #[serde(default)]
     pub sack_compression: u32,
     /// The longest a compressed SACK waits (tcp_comp_sack_delay_ns, 1 ms).
-    #[serde(default)]
+    #[serde(default = "one_millisecond")]
     pub sack_compression_delay: Time,
     /// RFC 3465 L: slow-start growth per ACK at most L·MSS (1 = RFC 5681).
     pub abc_limit: u32,
@@ -164,6 +164,10 @@ pub struct TcpConfig {
 /// The buffer size that stands for "not set" (1 GiB: never the limit).
 pub const UNSET_BUFFER: u64 = 1 << 30;
 
+fn one_millisecond() -> Time {
+    crate::engine::time::MILLISECOND
+}
+
 impl Default for TcpConfig {
     fn default() -> Self {
         use crate::engine::time::{MILLISECOND, SECOND};
@@ -186,7 +190,7 @@ impl Default for TcpConfig {
             delack_count: 2,
             quick_acks: 0,
             sack_compression: 0,
-            sack_compression_delay: MILLISECOND,
+            sack_compression_delay: one_millisecond(),
             abc_limit: 1,
             byte_counting: false,
             dupthresh: 3,

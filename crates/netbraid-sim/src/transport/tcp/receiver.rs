@@ -6,6 +6,7 @@
 
 use super::{RangeSet, Recovery, TcpConfig};
 use crate::endpoint::{Outbox, Transmit};
+use crate::engine::time::earliest;
 use crate::engine::Time;
 use crate::net::packet::{tcp_flags, Body, SackBlocks, TcpSegment};
 use crate::trace::counters::TransportCounters;
@@ -140,10 +141,7 @@ impl TcpReceiver {
         self.right_edge - self.rcv_nxt
     }
     pub fn poll_at(&self) -> Option<Time> {
-        match (self.delack_deadline, self.compressed_deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        earliest(self.delack_deadline, self.compressed_deadline)
     }
 
     /// The application reads up to `max` bytes; returns how many. If that
