@@ -39,18 +39,19 @@ ROOT = Path(__file__).resolve().parent.parent
 BINARY = ROOT / "target" / "release" / "netbraid-sim"
 
 
-def scenario(layout: str, flows: int) -> nb.Scenario:
+def scenario(layout: str, flows: int, profile: str = "rfc") -> nb.Scenario:
     s = nb.Scenario(name=f"idle-{layout}-{flows}", duration="2s")
+    tcp = {"profile": profile}
     if layout == "pair":
         s.add_host("a").add_host("b")
         s.add_link("a", "b", rate="10Gbps", delay="1ms")
-        s.add_flow("tcp", "a", "b", count=flows, bytes="1KB", start="0s", start_jitter="500ms")
+        s.add_flow("tcp", "a", "b", count=flows, bytes="1KB", start="0s", start_jitter="500ms", **tcp)
     else:
         s.add_host("a", count=flows).add_host("b", count=flows).add_router("r1").add_router("r2")
         s.add_link("a", "r1", rate="10Gbps", delay="1ms")
         s.add_link("r1", "r2", rate="10Gbps", delay="1ms")
         s.add_link("r2", "b", rate="10Gbps", delay="1ms")
-        s.add_flow("tcp", "a", "b", bytes="1KB", start="0s", start_jitter="500ms")
+        s.add_flow("tcp", "a", "b", bytes="1KB", start="0s", start_jitter="500ms", **tcp)
     return s
 
 
@@ -73,6 +74,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--binary", type=Path, default=BINARY)
     ap.add_argument("--flows", type=int, nargs="+", default=[10_000, 20_000, 40_000, 80_000])
+    ap.add_argument("--profile", choices=["rfc", "linux"], default="rfc",
+                    help="the flows' TCP profile (linux adds RACK, TLP and PRR state to every sender)")
     ap.add_argument("--out", type=Path, help="write the runs and fits as JSON")
     args = ap.parse_args()
     if not Path("/usr/bin/time").exists():
@@ -80,9 +83,9 @@ def main() -> None:
     if not args.binary.exists():
         subprocess.run(["cargo", "build", "--release", "-p", "netbraid-sim"], cwd=ROOT, check=True)
     report = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-              "binary": str(args.binary), "layouts": {}}
+              "binary": str(args.binary), "profile": args.profile, "layouts": {}}
     for layout in ("pair", "dumbbell"):
-        rows = [(n, peak_kib(args.binary, nb.resolve(scenario(layout, n)))) for n in args.flows]
+        rows = [(n, peak_kib(args.binary, nb.resolve(scenario(layout, n, args.profile)))) for n in args.flows]
         slope, intercept = np.polyfit([n for n, _ in rows], [k * 1024 for _, k in rows], 1)
         for n, k in rows:
             print(f"{layout:9} {n:>7,} idle flows: peak {k / 1024:8.1f} MiB")

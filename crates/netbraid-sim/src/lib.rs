@@ -53,6 +53,15 @@ pub fn results_json(result: &RunResult) -> Result<String, SimError> {
     serde_json::to_string(result).map_err(|e| SimError::Output(format!("could not encode results: {e}")))
 }
 
+/// Write the results of a run as JSON (one line) to `out`, encoding as it writes.
+pub fn write_results_json(result: &RunResult, out: impl std::io::Write) -> Result<(), SimError> {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(out);
+    let fail = |e: &dyn std::fmt::Display| SimError::Output(format!("could not write results: {e}"));
+    serde_json::to_writer(&mut out, result).map_err(|e| fail(&e))?;
+    writeln!(out).and_then(|()| out.flush()).map_err(|e| fail(&e))
+}
+
 /// Every check a run makes before it starts, without running.
 pub fn check_json(scenario_json: &str) -> Result<(), SimError> {
     Simulation::new(&parse_scenario(scenario_json)?).map(|_| ())

@@ -211,16 +211,18 @@ pub enum FlowKind {
     },
     /// Bulk transfer over MPTCP: one subflow per path, the TCP settings
     /// for each subflow and the buffers for the connection.
+    // (the larger settings boxed: every flow of a scenario is as large as
+    // the largest kind, and a scenario may have 10^5 flows)
     Mptcp {
-        tcp: TcpConfig,
+        tcp: Box<TcpConfig>,
         bytes: Option<u64>,
         #[serde(default)]
-        mptcp: crate::transport::mptcp::MptcpConfig,
+        mptcp: Box<crate::transport::mptcp::MptcpConfig>,
     },
     /// Bulk transfer over an SCTP association (with CMT or not): one path
     /// per pair of addresses (path i is destination i).
     Sctp {
-        sctp: crate::transport::sctp::SctpConfig,
+        sctp: Box<crate::transport::sctp::SctpConfig>,
         bytes: Option<u64>,
     },
     /// UDP constant bit rate (payload rate).

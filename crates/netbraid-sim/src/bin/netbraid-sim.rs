@@ -17,14 +17,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let json = netbraid_sim::simulation_from_json(text)
+    // The results are written as they are encoded, not built as one string
+    // first: with many flows that string would be the run's peak memory.
+    let written = netbraid_sim::simulation_from_json(text)
         .and_then(|sim| sim.run())
-        .and_then(|r| netbraid_sim::results_json(&r));
-    match json {
-        Ok(json) => {
-            println!("{json}");
-            ExitCode::SUCCESS
-        }
+        .and_then(|r| netbraid_sim::write_results_json(&r, std::io::stdout().lock()));
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE

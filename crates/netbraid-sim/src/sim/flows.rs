@@ -93,7 +93,7 @@ pub fn builtin(spec: &FlowSpec, setup: &FlowSetup) -> Result<EndpointPair, SimEr
         let controllers = (0..setup.paths)
             .map(|k| controller(spec, setup, tcp, &format!("subflow {k}")))
             .collect::<Result<Vec<_>, _>>()?;
-        let sender = BulkSender::new(MptcpSender::new(tcp.clone(), mptcp, controllers), *bytes);
+        let sender = BulkSender::new(MptcpSender::new((**tcp).clone(), mptcp, controllers), *bytes);
         let reader = Reader::new(MptcpReceiver::new(tcp, setup.paths), ReadPolicy::Waiting);
         return Ok((Box::new(sender), Box::new(reader)));
     }
@@ -102,7 +102,7 @@ pub fn builtin(spec: &FlowSpec, setup: &FlowSetup) -> Result<EndpointPair, SimEr
         let seed = RandomStream::new(setup.seed, &format!("sctp:{}", spec.name))
             .inner()
             .next_u64();
-        let sender = BulkSender::new(SctpSender::new(sctp.clone(), setup.paths, seed), *bytes);
+        let sender = BulkSender::new(SctpSender::new((**sctp).clone(), setup.paths, seed), *bytes);
         let reader = Reader::new(SctpReceiver::new(sctp, setup.paths), ReadPolicy::Waiting);
         return Ok((Box::new(sender), Box::new(reader)));
     }

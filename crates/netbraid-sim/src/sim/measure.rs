@@ -119,23 +119,24 @@ impl Simulation {
         }
     }
 
+    /// Flow `f`'s counters now (after `count_wire_losses(now)`).
+    pub(super) fn flow_snapshot(&mut self, now: Time, f: usize) -> FlowSnapshot {
+        let total = self.counts(now, f, Scope::All);
+        let n = match self.flows[f].legs.len() {
+            0 => self.endpoints[self.flows[f].sender.idx()].endpoint.path_count(),
+            legs => legs,
+        };
+        let paths = if n > 1 {
+            (0..n).map(|i| self.counts(now, f, Scope::Path(i))).collect()
+        } else {
+            Vec::new()
+        };
+        FlowSnapshot { total, paths }
+    }
+
     pub(super) fn snapshot(&mut self, now: Time) -> Snapshot {
         self.count_wire_losses(now);
-        let flows = (0..self.flows.len())
-            .map(|f| {
-                let total = self.counts(now, f, Scope::All);
-                let n = match self.flows[f].legs.len() {
-                    0 => self.endpoints[self.flows[f].sender.idx()].endpoint.path_count(),
-                    legs => legs,
-                };
-                let paths = if n > 1 {
-                    (0..n).map(|i| self.counts(now, f, Scope::Path(i))).collect()
-                } else {
-                    Vec::new()
-                };
-                FlowSnapshot { total, paths }
-            })
-            .collect();
+        let flows = (0..self.flows.len()).map(|f| self.flow_snapshot(now, f)).collect();
         Snapshot {
             time: now,
             flows,

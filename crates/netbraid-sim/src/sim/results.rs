@@ -24,7 +24,10 @@ pub struct RunResult {
     /// Packets transmitted on every link direction (data and ACKs).
     pub packet_hops: u64,
     pub wall_s: f64,
-    pub flows: Vec<FlowResult>,
+    /// (Each row boxed: built as its flow's endpoints are freed, it can take
+    /// their place on the heap instead of adding an array of every flow's
+    /// row to the run's peak memory.)
+    pub flows: Vec<Box<FlowResult>>,
     pub links: Vec<LinkResult>,
     pub series: Option<TimeSeries>,
     /// Packets dropped for want of a route (0 unless static routes are wrong).
@@ -249,16 +252,16 @@ impl Simulation {
 
     pub(super) fn results(mut self, wall_s: f64) -> RunResult {
         let end = self.events.now().max(self.duration.min(self.measure.stop_ns));
-        let stop = match self.meter.at_stop.take() {
-            Some(s) => s,
-            None => self.snapshot(end),
-        };
+        // No stop snapshot when the window ends with the run: each flow's
+        // counters are read at `end` as its row is built.
+        let stop = self.meter.at_stop.take();
+        let stop_time = stop.as_ref().map_or(end, |s| s.time);
         // No start snapshot: the window starts at 0, when every counter is 0.
         let start = self.meter.at_start.take();
         let start_time = start.as_ref().map_or(0, |s| s.time);
         let (zero_flow, zero_counts, zero_channel) =
             (FlowSnapshot::default(), Counts::default(), ChannelCounters::default());
-        let window = as_secs_f64(stop.time - start_time).max(1e-12);
+        let window = as_secs_f64(stop_time - start_time).max(1e-12);
         // Every departure up to the end has happened: a packet lost on the
         // wire by then is dropped, not in flight, though still in its link.
         self.count_wire_losses(self.duration);
@@ -273,9 +276,22 @@ impl Simulation {
             }
         }
         let mut flows = Vec::with_capacity(self.flows.len());
-        #[allow(clippy::needless_range_loop)] // i indexes flows, snapshots and in_flight alike
-        for i in 0..self.flows.len() {
-            let (a, b) = (&stop.flows[i], start.as_ref().map_or(&zero_flow, |s| &s.flows[i]));
+        // Last flow first, so that each flow's endpoints and link records
+        // (the ends of the vectors) are freed as soon as its row is built:
+        // the run's peak memory is then the simulation's, not the
+        // simulation's plus every row.
+        for i in (0..self.flows.len()).rev() {
+            let at_end;
+            let a = match &stop {
+                Some(s) => &s.flows[i],
+                None => {
+                    // (wire losses were counted up to the duration above)
+                    debug_assert_eq!(end, self.duration);
+                    at_end = self.flow_snapshot(end, i);
+                    &at_end
+                }
+            };
+            let b = start.as_ref().map_or(&zero_flow, |s| &s.flows[i]);
             let c = a.total.since(&b.total);
             let r = rates(&c, window);
             let sender_ep = self.flows[i].sender;
@@ -340,7 +356,7 @@ impl Simulation {
                 Some(format_addr(iface_addr(if remote { path.remote } else { path.local })))
             };
             let log = report.congestion_log;
-            flows.push(FlowResult {
+            flows.push(Box::new(FlowResult {
                 name: f.name.clone(),
                 kind: endpoint.endpoint.kind(),
                 src: self.node_names[f.src.idx()].clone(),
@@ -382,14 +398,23 @@ impl Simulation {
                     dropped_bytes: acct.dropped_bytes,
                     in_flight_bytes: in_flight[i],
                 },
-            });
+            }));
+            // flow i's endpoints are the range sender..=receiver, its
+            // tracks f.tracks: both at the end of their vectors now
+            let (first_end, first_track) = (f.sender.idx(), f.tracks.start as usize);
+            debug_assert_eq!(self.endpoints.len(), f.receiver.idx() + 1);
+            debug_assert_eq!(self.tracks.links.len(), f.tracks.end as usize);
+            self.endpoints.truncate(first_end);
+            self.tracks.links.truncate(first_track);
         }
+        flows.reverse();
         let links = self
             .channels
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                let k = stop.channels[i].since(start.as_ref().map_or(&zero_channel, |s| &s.channels[i]));
+                let at_stop = stop.as_ref().map_or_else(|| c.counters_at(end), |s| s.channels[i]);
+                let k = at_stop.since(start.as_ref().map_or(&zero_channel, |s| &s.channels[i]));
                 LinkResult {
                     name: c.name.clone(),
                     from: self.node_names[c.from.idx()].clone(),
@@ -416,7 +441,7 @@ impl Simulation {
             seed: self.seed,
             duration_s: as_secs_f64(self.duration),
             measure_start_s: as_secs_f64(start_time),
-            measure_stop_s: as_secs_f64(stop.time),
+            measure_stop_s: as_secs_f64(stop_time),
             events: self.events.executed(),
             packet_hops,
             wall_s,

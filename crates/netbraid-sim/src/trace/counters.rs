@@ -25,13 +25,43 @@ macro_rules! counters {
     };
 }
 
-crate::counters! {
+/// Declare a flow's counters (`$all`) as the union of what its sending end
+/// counts (`$send`) and what its receiving end counts (`$recv`), each a
+/// counter struct of its own that converts into the union: a TCP end keeps
+/// only its own half (thousands of idle flows), a snapshot the whole.
+macro_rules! transport_counters {
+    (
+        $(#[$meta:meta])* pub struct $all:ident;
+        $(#[$smeta:meta])* pub struct $send:ident { $($(#[$sf:meta])* pub $s:ident : $st:ty,)* }
+        $(#[$rmeta:meta])* pub struct $recv:ident { $($(#[$rf:meta])* pub $r:ident : $rt:ty,)* }
+    ) => {
+        crate::counters! { $(#[$smeta])* pub struct $send { $($(#[$sf])* pub $s: $st,)* } }
+        crate::counters! { $(#[$rmeta])* pub struct $recv { $($(#[$rf])* pub $r: $rt,)* } }
+        crate::counters! {
+            $(#[$meta])* pub struct $all { $($(#[$sf])* pub $s: $st,)* $($(#[$rf])* pub $r: $rt,)* }
+        }
+        impl From<$send> for $all {
+            fn from(c: $send) -> Self {
+                Self { $($s: c.$s,)* ..Default::default() }
+            }
+        }
+        impl From<$recv> for $all {
+            fn from(c: $recv) -> Self {
+                Self { $($r: c.$r,)* ..Default::default() }
+            }
+        }
+    };
+}
+
+transport_counters! {
     /// What a transport endpoint counts, in one struct for every protocol: the
     /// sending end fills the first group, the receiving end the second, so a
     /// flow's totals are the sum of its two ends (`plus`). Cumulative from
     /// the start of the run; a measurement window is a difference (`since`).
-    pub struct TransportCounters {
-        // ---- sending end
+    pub struct TransportCounters;
+
+    /// What a sending end counts.
+    pub struct SendCounters {
         /// Data packets sent (segments or datagrams), retransmissions included.
         pub packets_sent: u64,
         /// Payload bytes sent, retransmissions included.
@@ -52,7 +82,10 @@ crate::counters! {
         pub cwnd_area: f64,
         pub rtt_samples: u64,
         pub rtt_sum_ns: u64,
-        // ---- receiving end
+    }
+
+    /// What a receiving end counts.
+    pub struct ReceiveCounters {
         /// Data packets that arrived (duplicates too).
         pub packets_received: u64,
         /// Bytes on the wire of every data packet that arrived.

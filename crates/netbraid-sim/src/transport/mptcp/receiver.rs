@@ -9,7 +9,7 @@ use crate::engine::time::earliest;
 use crate::engine::Time;
 use crate::net::ext::{Ext, MptcpHandshake};
 use crate::net::packet::{ecn, tcp_flags, Body, Dss, TcpSegment};
-use crate::trace::counters::TransportCounters;
+use crate::trace::counters::{ReceiveCounters, TransportCounters};
 use crate::transport::tcp::{RangeSet, TcpConfig, TcpReceiver};
 use crate::transport::StreamReceiver;
 
@@ -403,16 +403,16 @@ impl StreamReceiver for MptcpReceiver {
             Scope::Path(i) => {
                 let mut c = *self.subflows[i].tcp.stats();
                 c.read_bytes = self.subflows[i].credited;
-                c
+                c.into()
             }
             Scope::All => {
                 let mut c = self
                     .subflows
                     .iter()
-                    .fold(TransportCounters::default(), |c, s| c.plus(s.tcp.stats()));
+                    .fold(ReceiveCounters::default(), |c, s| c.plus(s.tcp.stats()));
                 c.delivered_bytes = self.stats.delivered_bytes;
                 c.read_bytes = self.stats.read_bytes;
-                c
+                c.into()
             }
         };
         Snapshot { counters, sender: None }

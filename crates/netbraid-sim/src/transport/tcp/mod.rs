@@ -411,7 +411,7 @@ impl crate::transport::StreamReceiver for TcpReceiver {
     }
     fn snapshot(&mut self, _now: Time, _scope: Scope) -> Snapshot {
         Snapshot {
-            counters: *self.stats(),
+            counters: (*self.stats()).into(),
             sender: None,
         }
     }

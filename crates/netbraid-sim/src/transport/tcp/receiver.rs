@@ -9,7 +9,7 @@ use crate::endpoint::{Outbox, Transmit};
 use crate::engine::time::earliest;
 use crate::engine::Time;
 use crate::net::packet::{tcp_flags, Body, SackBlocks, TcpSegment};
-use crate::trace::counters::TransportCounters;
+use crate::trace::counters::ReceiveCounters;
 
 /// An idle gap after which Linux's receiver ACKs quickly again.
 const IDLE_QUICKACK: Time = crate::engine::time::SECOND;
@@ -63,7 +63,7 @@ pub struct TcpReceiver {
     /// Starts of recently received out-of-order segments, newest first: the
     /// first SACK block covers the newest, then the most recently reported.
     recent: Vec<u64>,
-    stats: TransportCounters,
+    stats: ReceiveCounters,
 }
 
 impl TcpReceiver {
@@ -102,7 +102,7 @@ impl TcpReceiver {
             compressed_deadline: None,
             echo_ce: false,
             recent: Vec::new(), // allocated at the first out-of-order segment
-            stats: TransportCounters::default(),
+            stats: ReceiveCounters::default(),
         }
     }
 
@@ -118,7 +118,7 @@ impl TcpReceiver {
         self.arrival_budget = bytes;
     }
 
-    pub fn stats(&self) -> &TransportCounters {
+    pub fn stats(&self) -> &ReceiveCounters {
         &self.stats
     }
     pub fn rcv_nxt(&self) -> u64 {

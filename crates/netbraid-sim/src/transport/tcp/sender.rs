@@ -19,7 +19,7 @@ use crate::engine::time::{as_secs_f64, earliest};
 use crate::engine::Time;
 use crate::error::SimError;
 use crate::net::packet::{tcp_flags, Body, TcpSegment};
-use crate::trace::counters::TransportCounters;
+use crate::trace::counters::{SendCounters, TransportCounters};
 use serde::Serialize;
 use std::sync::Arc;
 
@@ -155,20 +155,35 @@ pub struct TcpSender {
     ecn_recover: u64,
     /// Set CWR on the next new segment.
     send_cwr: bool,
-    stats: TransportCounters,
+    stats: SendCounters,
     log: Vec<CongestionRecord>,
     completed_at: Option<Time>,
-    /// RACK-TLP's state (used when `cfg.rack` / `cfg.tlp`).
-    rack: Rack,
-    tlp: Tlp,
-    /// PRR's state over the current recovery (used when `cfg.prr`).
-    prr: Prr,
+    // The optional machinery is boxed and present only when enabled: a
+    // sender without it (RFC mode) is ~300 bytes smaller, which counts when
+    // thousands of flows sit idle (bench/flow_memory.py).
+    /// RACK's state: present iff `cfg.rack` (the code asks either).
+    rack: Option<Box<Rack>>,
+    /// TLP's state: present iff `cfg.tlp`.
+    tlp: Option<Box<Tlp>>,
+    /// PRR's state over the current recovery: present iff PRR decides the
+    /// sending in recovery (`cfg.prr`, and a controller that is not rate-based).
+    prr: Option<Box<Prr>>,
     /// Newly SACKed ranges of the ACK being processed (kept for its allocation).
     newly_sacked: Vec<(u64, u64)>,
-    /// The controller is rate-based (BBR): delivery rates are sampled and
-    /// handed to it after every ACK.
-    rate_based: bool,
-    rate: RateEstimator,
+    /// Delivery-rate sampling: present iff the controller is rate-based
+    /// (BBR), which is handed a sample after every ACK.
+    rate: Option<Box<RateSampling>>,
+    /// Pacing (when the controller gives a rate): the earliest time the next
+    /// segment may leave, and the timer that sends it.
+    pacing_next: Time,
+    pacing_deadline: Option<Time>,
+}
+
+/// A rate-based sender's delivery-rate state (the Internet-Draft
+/// draft-cheng-iccrg-delivery-rate-estimation, as Linux's tcp_rate.c does it).
+#[derive(Default)]
+struct RateSampling {
+    est: RateEstimator,
     /// The ACK being processed: its rate sample, the bytes it had marked
     /// lost, and the send time of the newest once-sent segment it delivered.
     sample: RateSample,
@@ -179,10 +194,6 @@ pub struct TcpSender {
     /// Without RACK: how far RFC 6675's IsLost reaches (bytes below it and
     /// not SACKed are lost), so that losses can be told to the controller.
     lost_mark: u64,
-    /// Pacing (when the controller gives a rate): the earliest time the next
-    /// segment may leave, and the timer that sends it.
-    pacing_next: Time,
-    pacing_deadline: Option<Time>,
 }
 
 impl TcpSender {
@@ -222,20 +233,14 @@ impl TcpSender {
             cwnd_clock: 0,
             ecn_recover: 0,
             send_cwr: false,
-            stats: TransportCounters::default(),
+            stats: SendCounters::default(),
             log: Vec::new(),
             completed_at: None,
-            rack: Rack::default(),
-            tlp: Tlp::default(),
-            prr: Prr::default(),
+            rack: cfg.rack.then(Box::default),
+            tlp: cfg.tlp.then(Box::default),
+            prr: (cfg.prr && !cc.rate_based()).then(Box::default),
             newly_sacked: Vec::new(),
-            rate_based: cc.rate_based(),
-            rate: RateEstimator::default(),
-            sample: RateSample::default(),
-            ack_lost: 0,
-            ack_newest_sent: None,
-            min_ack_rtt: None,
-            lost_mark: 0,
+            rate: cc.rate_based().then(Box::default),
             pacing_next: 0,
             pacing_deadline: None,
             cc,
@@ -306,13 +311,13 @@ impl TcpSender {
 
     // ---- accessors -------------------------------------------------------
 
-    pub fn stats(&self) -> &TransportCounters {
+    pub fn stats(&self) -> &SendCounters {
         &self.stats
     }
     /// Stats with the cwnd integral brought up to `now`.
     pub fn stats_at(&mut self, now: Time) -> TransportCounters {
         self.account_cwnd(now);
-        self.stats
+        self.stats.into()
     }
     /// Window, thresholds and timers now.
     pub fn state(&self) -> SenderState {
@@ -436,7 +441,10 @@ impl TcpSender {
     /// The earliest of the retransmission, probe and persist timers (not
     /// pacing's): what MPTCP's connection-level timer follows.
     pub fn loss_timers_at(&self) -> Option<Time> {
-        let rack_tlp = earliest(self.rack.deadline, self.tlp.deadline);
+        let rack_tlp = earliest(
+            self.rack.as_ref().and_then(|r| r.deadline),
+            self.tlp.as_ref().and_then(|t| t.deadline),
+        );
         earliest(earliest(self.rto_deadline, self.persist_deadline), rack_tlp)
     }
     /// The pacing rate now (payload bytes per second), if the sender paces.
@@ -464,11 +472,11 @@ impl TcpSender {
             return; // older than what we know (reordered): neither its window nor its SACKs are current
         }
         let flight_before = self.snd_max - self.snd_una;
-        let (delivered_before, prior_in_flight) = if self.rate_based {
-            self.sample = RateSample::default();
-            self.ack_lost = 0;
-            self.ack_newest_sent = None;
-            (self.rate.delivered, self.in_flight())
+        let (delivered_before, prior_in_flight) = if self.rate.is_some() {
+            let in_flight = self.in_flight();
+            let r = self.rate_mut();
+            (r.sample, r.ack_lost, r.ack_newest_sent) = (RateSample::default(), 0, None);
+            (r.est.delivered, in_flight)
         } else {
             (0, 0)
         };
@@ -478,14 +486,14 @@ impl TcpSender {
         // (PRR counts what each ACK delivers: the cumulative ACK's advance
         // and the change in SACKed bytes above it)
         let sacked_before = if self.prr_on() { self.sacked.bytes() } else { 0 };
-        if self.cfg.rack {
-            self.rack.begin_ack();
+        if let Some(rack) = self.rack.as_deref_mut() {
+            rack.begin_ack();
         }
         let mut newly_sacked = 0;
         if self.cfg.recovery == Recovery::Sack {
             let mut parts = std::mem::take(&mut self.newly_sacked);
             parts.clear();
-            let per_segment = self.cfg.rack || self.rate_based;
+            let per_segment = self.rack.is_some() || self.rate.is_some();
             for (s, e) in seg.sack.iter(seg.ack) {
                 let (s, e) = (s.max(ack), e.min(self.snd_max));
                 if s < e && per_segment {
@@ -555,17 +563,16 @@ impl TcpSender {
         if self.cfg.tlp {
             self.tlp_on_ack(now, ack, una_before, newly_sacked, flight_before);
         }
-        if self.cfg.rack {
-            self.rack.end_ack();
+        if let Some(rack) = self.rack.as_deref_mut() {
+            rack.end_ack();
             self.rack_detect_and_recover(now, out);
         }
         if self.prr_on() && self.in_recovery {
             let acked = self.snd_una - una_before;
             let delivered = (acked + self.sacked.bytes()).saturating_sub(sacked_before);
-            let pipe = self.pipe();
-            self.prr.on_ack(delivered, pipe, self.cc.ssthresh(), self.mss);
+            self.prr_on_ack(delivered);
         }
-        if self.rate_based {
+        if self.rate.is_some() {
             self.feed_rate_sample(now, delivered_before, prior_in_flight);
         }
         self.send_available(now, out);
@@ -573,15 +580,18 @@ impl TcpSender {
 
     /// Hand the ACK's delivery-rate sample to a rate-based controller.
     fn feed_rate_sample(&mut self, now: Time, delivered_before: u64, prior_in_flight: u64) {
-        let rtt = self.ack_newest_sent.map(|t| now - t);
-        if let Some(r) = rtt {
-            self.min_ack_rtt = Some(self.min_ack_rtt.map_or(r, |m| m.min(r)));
-        }
         if !self.cfg.rack && self.cfg.recovery == Recovery::Sack {
-            self.ack_lost += self.newly_lost_rfc6675();
+            let lost = self.newly_lost_rfc6675();
+            self.rate_mut().ack_lost += lost;
         }
-        let mut sample = self.sample;
-        self.rate.finish(&mut sample, self.min_ack_rtt);
+        let r = self.rate_mut();
+        let rtt = r.ack_newest_sent.map(|t| now - t);
+        if let Some(t) = rtt {
+            r.min_ack_rtt = Some(r.min_ack_rtt.map_or(t, |m| m.min(t)));
+        }
+        let mut sample = r.sample;
+        r.est.finish(&mut sample, r.min_ack_rtt);
+        let (delivered, losses) = (r.est.delivered, r.ack_lost);
         let state = if self.in_recovery {
             LossState::Recovery
         } else if self.in_loss_recovery() {
@@ -593,9 +603,9 @@ impl TcpSender {
         self.cc.on_rate_sample(&RateEvent {
             now,
             sample,
-            delivered: self.rate.delivered,
-            acked_sacked: self.rate.delivered - delivered_before,
-            losses: self.ack_lost,
+            delivered,
+            acked_sacked: delivered - delivered_before,
+            losses,
             prior_in_flight,
             in_flight,
             rtt,
@@ -604,7 +614,23 @@ impl TcpSender {
             pacing_wait: self.pacing_next.saturating_sub(now),
         });
         if self.cc.holds_flight_down() {
-            self.rate.set_app_limited(in_flight);
+            self.rate_mut().est.set_app_limited(in_flight);
+        }
+    }
+
+    /// The delivery-rate state (only called for a rate-based controller).
+    fn rate_mut(&mut self) -> &mut RateSampling {
+        self.rate.as_deref_mut().expect("a rate-based controller samples delivery rates")
+    }
+
+    /// PRR's accounting of an ACK that delivered `delivered` bytes in recovery.
+    fn prr_on_ack(&mut self, delivered: u64) {
+        if self.prr.is_none() {
+            return;
+        }
+        let (pipe, ssthresh, mss) = (self.pipe(), self.cc.ssthresh(), self.mss);
+        if let Some(prr) = self.prr.as_deref_mut() {
+            prr.on_ack(delivered, pipe, ssthresh, mss);
         }
     }
 
@@ -613,11 +639,11 @@ impl TcpSender {
     /// scoreboard would mark lost on this ACK.
     fn newly_lost_rfc6675(&mut self) -> u64 {
         let below = self.lost_below();
-        let from = self.lost_mark.max(self.snd_una);
+        let from = self.rate_mut().lost_mark.max(self.snd_una);
         if below <= from {
             return 0;
         }
-        self.lost_mark = below;
+        self.rate_mut().lost_mark = below;
         self.unsacked_between(from, below)
     }
 
@@ -643,7 +669,7 @@ impl TcpSender {
     /// PRR decides the sending in recovery (not with a rate-based
     /// controller, which sets the window itself, as in Linux).
     fn prr_on(&self) -> bool {
-        self.cfg.prr && !self.rate_based
+        self.prr.is_some()
     }
 
     fn on_new_ack(&mut self, now: Time, ack: u64, flight_before: u64, siblings: &[SubflowView], out: &mut Outbox) {
@@ -676,7 +702,7 @@ impl TcpSender {
             self.round += 1;
             self.round_end = self.snd_max;
         }
-        if self.cfg.rack || self.rate_based {
+        if self.rack.is_some() || self.rate.is_some() {
             self.segments_delivered(now, self.snd_una, ack, true);
         }
         self.snd_una = ack;
@@ -705,7 +731,7 @@ impl TcpSender {
         };
         if self.in_recovery {
             let ev = event(true);
-            if !self.rate_based {
+            if self.rate.is_none() {
                 self.cc.on_ack_in_recovery(&ev);
             }
             let full = self.recover.is_some_and(|r| ack >= r);
@@ -735,7 +761,7 @@ impl TcpSender {
             } else {
                 flight_before + self.mss >= cwnd
             };
-            if !self.rate_based {
+            if self.rate.is_none() {
                 self.cc.on_ack(&event(cwnd_limited));
             }
         }
@@ -767,21 +793,20 @@ impl TcpSender {
         if self.persist_deadline.is_some_and(|d| now >= d) {
             self.probe(now, out);
         }
-        if self.rack.deadline.is_some_and(|d| now >= d) {
-            self.rack.deadline = None;
+        if let Some(rack) = self.rack.as_deref_mut().filter(|r| r.deadline.is_some_and(|d| now >= d)) {
+            rack.deadline = None;
             self.account_cwnd(now);
             let was_in_recovery = self.in_recovery;
             self.rack_detect_and_recover(now, out);
-            if self.prr_on() && self.in_recovery && !was_in_recovery {
+            if self.in_recovery && !was_in_recovery {
                 // a recovery the timer started: PRR as for one segment
                 // delivered (Linux's tcp_rack_reo_timeout does the same)
-                let pipe = self.pipe();
-                self.prr.on_ack(self.mss, pipe, self.cc.ssthresh(), self.mss);
+                self.prr_on_ack(self.mss);
             }
             self.send_available(now, out);
         }
-        if self.tlp.deadline.is_some_and(|d| now >= d) {
-            self.tlp.deadline = None;
+        if let Some(tlp) = self.tlp.as_deref_mut().filter(|t| t.deadline.is_some_and(|d| now >= d)) {
+            tlp.deadline = None;
             self.account_cwnd(now);
             self.send_loss_probe(now, out);
         }
@@ -816,7 +841,7 @@ impl TcpSender {
         }
         self.partial_acks = 0;
         self.timed = None;
-        if self.cfg.rack {
+        if let Some(rack) = self.rack.as_deref_mut() {
             // Every segment not SACKed is lost now (RFC 8985 §6.3; Linux's
             // tcp_timeout_mark_lost), and no probe is outstanding.
             for seg in self.sent.as_mut_slice() {
@@ -825,8 +850,10 @@ impl TcpSender {
                     seg.rexmit_in_flight = false;
                 }
             }
-            self.rack.deadline = None;
-            self.tlp = Tlp::default();
+            rack.deadline = None;
+            if let Some(tlp) = self.tlp.as_deref_mut() {
+                *tlp = Tlp::default();
+            }
         }
         // Go-back-N from snd_una; send_available skips SACKed segments.
         self.snd_nxt = self.snd_una;
@@ -947,7 +974,9 @@ impl TcpSender {
         }
         self.in_recovery = true;
         self.partial_acks = 0;
-        self.tlp.outstanding = None; // (recovery handles the loss now)
+        if let Some(tlp) = self.tlp.as_deref_mut() {
+            tlp.outstanding = None; // (recovery handles the loss now)
+        }
         self.stats.fast_retransmits += 1;
         match self.cfg.recovery {
             Recovery::Reno | Recovery::NewReno | Recovery::Tahoe => {
@@ -957,8 +986,9 @@ impl TcpSender {
                 self.inflation = 0;
                 self.high_rxt = self.snd_una;
                 self.snd_nxt = self.snd_max;
-                if self.prr_on() {
-                    self.prr = Prr::start(self.snd_max - self.snd_una);
+                let outstanding = self.snd_max - self.snd_una;
+                if let Some(prr) = self.prr.as_deref_mut() {
+                    *prr = Prr::start(outstanding);
                 }
             }
         }
@@ -973,7 +1003,7 @@ impl TcpSender {
             Some(self.snd_una)
         };
         if let Some(seq) = first {
-            let len = if self.rate_based && self.cfg.recovery == Recovery::Sack {
+            let len = if self.rate.is_some() && self.cfg.recovery == Recovery::Sack {
                 self.segment_len(seq)
             } else {
                 self.retransmit(now, seq, out)
@@ -1157,15 +1187,13 @@ impl TcpSender {
             if skip_sacked && self.sacked.is_sacked(seg.seq) {
                 continue;
             }
-            if self.cfg.rack {
-                self.rack
-                    .on_delivered(now, seg.xmit_ts, seg.seq + seg.len, seg.retransmitted, min_rtt);
+            if let Some(rack) = self.rack.as_deref_mut() {
+                rack.on_delivered(now, seg.xmit_ts, seg.seq + seg.len, seg.retransmitted, min_rtt);
             }
-            if self.rate_based {
-                self.rate
-                    .on_delivered(now, seg.len, seg.xmit_ts, &seg.rate, &mut self.sample);
-                if !seg.retransmitted && self.ack_newest_sent.is_none_or(|t| seg.xmit_ts > t) {
-                    self.ack_newest_sent = Some(seg.xmit_ts);
+            if let Some(r) = self.rate.as_deref_mut() {
+                r.est.on_delivered(now, seg.len, seg.xmit_ts, &seg.rate, &mut r.sample);
+                if !seg.retransmitted && r.ack_newest_sent.is_none_or(|t| seg.xmit_ts > t) {
+                    r.ack_newest_sent = Some(seg.xmit_ts);
                 }
             }
         }
@@ -1177,8 +1205,12 @@ impl TcpSender {
     /// timer for the others. True if any segment is marked lost now.
     fn rack_detect(&mut self, now: Time) -> bool {
         let sacked_segments = self.sacked.bytes() / self.mss;
-        let reo_wnd = self.rack.reordering_window(
-            self.in_loss_recovery(),
+        let in_loss_recovery = self.in_loss_recovery();
+        let Some(rack) = self.rack.as_deref_mut() else {
+            return false;
+        };
+        let reo_wnd = rack.reordering_window(
+            in_loss_recovery,
             sacked_segments,
             self.cfg.dupthresh as u64,
             self.rtt.min_rtt,
@@ -1186,9 +1218,9 @@ impl TcpSender {
         );
         let mut timeout: Option<Time> = None;
         let mut any_lost = false;
-        let (rack, sacked) = (&self.rack, &self.sacked);
+        let mut lost_bytes = 0;
         for seg in self.sent.as_mut_slice() {
-            if (seg.lost && !seg.rexmit_in_flight) || sacked.is_sacked(seg.seq) {
+            if (seg.lost && !seg.rexmit_in_flight) || self.sacked.is_sacked(seg.seq) {
                 continue; // waiting to be sent again, or delivered
             }
             match rack.remaining(now, seg.xmit_ts, seg.seq + seg.len, reo_wnd) {
@@ -1200,12 +1232,15 @@ impl TcpSender {
                     seg.lost = true;
                     seg.rexmit_in_flight = false; // (a lost retransmission)
                     any_lost = true;
-                    self.ack_lost += seg.len;
+                    lost_bytes += seg.len;
                 }
                 Some(left) => timeout = Some(timeout.map_or(left, |t: Time| t.max(left))),
             }
         }
-        self.rack.deadline = timeout.map(|t| now + t);
+        rack.deadline = timeout.map(|t| now + t);
+        if let Some(r) = self.rate.as_deref_mut() {
+            r.ack_lost += lost_bytes;
+        }
         any_lost || self.first_lost().is_some()
     }
 
@@ -1254,10 +1289,15 @@ impl TcpSender {
     /// is outstanding; disarm it otherwise.
     fn schedule_loss_probe(&mut self, now: Time) {
         let flight = self.snd_max - self.snd_una;
-        let armed = flight > 0 && !self.in_loss_recovery() && self.tlp.outstanding.is_none();
-        self.tlp.deadline = armed.then(|| {
-            let rto_left = self.rto_deadline.map(|d| d.saturating_sub(now));
-            now + Tlp::timeout(self.rtt.srtt(), flight <= self.mss, rto_left)
+        let (in_loss_recovery, srtt, rto_deadline, mss) =
+            (self.in_loss_recovery(), self.rtt.srtt(), self.rto_deadline, self.mss);
+        let Some(tlp) = self.tlp.as_deref_mut() else {
+            return;
+        };
+        let armed = flight > 0 && !in_loss_recovery && tlp.outstanding.is_none();
+        tlp.deadline = armed.then(|| {
+            let rto_left = rto_deadline.map(|d| d.saturating_sub(now));
+            now + Tlp::timeout(srtt, flight <= mss, rto_left)
         });
     }
 
@@ -1285,7 +1325,10 @@ impl TcpSender {
             true
         };
         self.stats.loss_probes += 1;
-        self.tlp.outstanding = Some((self.snd_max, retransmission));
+        let end = self.snd_max;
+        if let Some(tlp) = self.tlp.as_deref_mut() {
+            tlp.outstanding = Some((end, retransmission));
+        }
         self.rto_deadline = Some(now + self.rtt.rto());
     }
 
@@ -1299,14 +1342,17 @@ impl TcpSender {
     /// arrived: no loss. An ACK exactly at the end cannot tell (no D-SACK
     /// from netbraid's receivers): the episode waits.
     fn tlp_on_ack(&mut self, now: Time, ack: u64, una_before: u64, newly_sacked: u64, flight_before: u64) {
-        let Some((end, retransmission)) = self.tlp.outstanding else {
+        let Some(tlp) = self.tlp.as_deref_mut() else {
+            return;
+        };
+        let Some((end, retransmission)) = tlp.outstanding else {
             return;
         };
         if ack < end {
             return;
         }
         if !retransmission || ack > end || (ack == una_before && newly_sacked == 0) {
-            self.tlp.outstanding = None;
+            tlp.outstanding = None;
         }
         if retransmission && ack > end && !self.in_recovery {
             let cwnd_before = self.cwnd();
@@ -1358,12 +1404,12 @@ impl TcpSender {
     /// the peer's window now holds data back with nothing in flight).
     fn send_available(&mut self, now: Time, out: &mut Outbox) {
         self.send_within_windows(now, out);
-        if self.rate_based && self.unsent() < self.mss && self.started {
+        if self.rate.is_some() && self.unsent() < self.mss && self.started {
             // Linux's tcp_rate_check_app_limited: the application, not the
             // windows, leaves the network underused
             let in_flight = self.in_flight();
             if in_flight < self.cwnd() && self.first_lost().is_none() {
-                self.rate.set_app_limited(in_flight);
+                self.rate_mut().est.set_app_limited(in_flight);
             }
         }
         self.update_persist(now);
@@ -1378,7 +1424,7 @@ impl TcpSender {
         }
         if self.in_recovery && self.cfg.recovery == Recovery::Sack {
             // RFC 6675: while cwnd ≥ pipe + MSS, with PRR's window for cwnd
-            let cwnd = if self.prr_on() { self.prr.cwnd } else { self.cwnd() };
+            let cwnd = self.prr.as_ref().map_or_else(|| self.cwnd(), |prr| prr.cwnd);
             let mut pipe = self.pipe();
             while cwnd >= pipe + self.mss {
                 let Some((seq, rescue)) = self.next_segment() else {
@@ -1528,10 +1574,9 @@ impl TcpSender {
     /// What a segment sent now remembers for delivery-rate estimation
     /// (only a rate-based controller reads it).
     fn rate_send_state(&mut self, now: Time, idle: bool) -> SendState {
-        if self.rate_based {
-            self.rate.on_send(now, idle)
-        } else {
-            SendState::default()
+        match self.rate.as_deref_mut() {
+            Some(r) => r.est.on_send(now, idle),
+            None => SendState::default(),
         }
     }
 
@@ -1572,8 +1617,10 @@ impl TcpSender {
     }
 
     fn emit(&mut self, now: Time, seq: u64, len: u64, out: &mut Outbox) {
-        if self.prr_on() && self.in_recovery {
-            self.prr.on_send(len);
+        if self.in_recovery {
+            if let Some(prr) = self.prr.as_deref_mut() {
+                prr.on_send(len);
+            }
         }
         self.stats.packets_sent += 1;
         self.pace(now, len);
