@@ -1,7 +1,7 @@
 """One HighSpeed TCP flow at 10 Gb/s and 100 ms, netbraid beside ns-2, side
 by side (issue 14's speed target).
 
-    python bench/hstcp_speed.py [--cases 1e-5:60:1-5,1e-7:200:1] [--reps 3] [--ns2-reps 1]
+    python bench/hstcp_speed.py [--cases 1e-5:60:1-5,1e-7:200:1] [--reps 3] [--ns2-reps 1] [--same-losses]
 
 Per case (loss rate : simulated seconds : seeds) and per seed: the same
 scenario in netbraid
@@ -20,12 +20,22 @@ start overshoots and how long the window takes to come down, so either
 simulator's wall time varies several-fold from seed to seed, and ns-2's
 per-ACK cost grows with its window. The ratio is given per seed and for
 the sum over seeds.
+
+With --same-losses the two simulators do not draw their losses: per case
+and seed, one list of lost packets is drawn here (each packet of a → r's
+transmission order lost with probability LOSS, from a stream seeded by the
+case and the seed) and given to both — netbraid's `list` loss model, ns-2's
+ErrorModel/List, both counting packets from 0 in transmission order — so
+that one scenario is one piece of work for both, and what remains between
+them is the two TCPs' own differences.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import random
 import re
 import shutil
 import statistics
@@ -44,11 +54,29 @@ TCL = ROOT / "bench" / "ns2" / "hstcp.tcl"
 MSS = 1460
 
 
-def scenario(loss: float, seconds: float, seed: int = 1) -> nb.Scenario:
+# a → r carries 1500-byte data packets at 10 Gb/s: the most it can send
+PACKETS_PER_S = 10e9 / (8 * (MSS + 40))
+
+
+def loss_list(loss: float, seconds: float, seed: int) -> list[int]:
+    """Indices of the lost packets, each of the packets a → r could send in
+    `seconds` lost with probability `loss` (geometric gaps between losses)."""
+    rng = random.Random(f"hstcp-losses/{loss:g}/{seconds:g}/{seed}")
+    bound, out, i = math.ceil(PACKETS_PER_S * seconds), [], -1
+    while loss > 0:
+        i += 1 + int(math.log(1.0 - rng.random()) / math.log1p(-loss))
+        if i >= bound:
+            return out
+        out.append(i)
+    return out
+
+
+def scenario(loss: float, seconds: float, seed: int = 1, drops: list[int] | None = None) -> nb.Scenario:
     s = nb.Scenario(name=f"hstcp 10G p={loss:g}", duration=f"{seconds:g}s", seed=seed,
                     tcp={"cc": "hstcp", "recovery": "sack", "delayed_ack": False, "window": "1GB", "mss": MSS})
     s.add_host("a").add_host("b").add_router("r")
-    s.add_link("a", "r", rate="10Gbps", delay="25ms", queue="100000p", ab={"loss": loss})
+    ab = {"loss": loss if drops is None else {"model": "list", "indices": drops}}
+    s.add_link("a", "r", rate="10Gbps", delay="25ms", queue="100000p", ab=ab)
     s.add_link("r", "b", rate="10Gbps", delay="25ms", queue="100000p")
     s.add_flow("hs", "a", "b")
     return s
@@ -64,9 +92,11 @@ def run_netbraid(path: Path) -> dict:
             "retransmits": f["retransmits"], "packet_hops": r["packet_hops"], "events": r["events"]}
 
 
-def run_ns2(loss: float, seconds: float, seed: int) -> dict:
+def run_ns2(loss: float | Path, seconds: float, seed: int) -> dict:
+    """`loss` a probability, or a file of lost packets' indices."""
     started = time.perf_counter()
-    done = subprocess.run(["ns", str(TCL), str(seed), f"{loss:g}", f"{seconds:g}"], capture_output=True, text=True,
+    how = f"@{loss}" if isinstance(loss, Path) else f"{loss:g}"
+    done = subprocess.run(["ns", str(TCL), str(seed), how, f"{seconds:g}"], capture_output=True, text=True,
                           check=True)
     wall = time.perf_counter() - started
     m = re.search(r"acked (\d+) sent (\d+) rexmit (\d+)", done.stdout)
@@ -96,22 +126,28 @@ def parse_cases(spec: str) -> list[tuple[float, float, list[int]]]:
     return cases
 
 
-def measure(loss: float, seconds: float, seed: int, reps: int, ns2_reps: int) -> dict:
+def measure(loss: float, seconds: float, seed: int, reps: int, ns2_reps: int, same_losses: bool = False) -> dict:
     """Alternating runs of one case and seed; the medians and what each simulator carried."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "scenario.json"
-        path.write_text(json.dumps(resolve(scenario(loss, seconds, seed))))
+        drops = loss_list(loss, seconds, seed) if same_losses else None
+        path.write_text(json.dumps(resolve(scenario(loss, seconds, seed, drops))))
+        ns2_loss: float | Path = loss
+        if drops is not None:
+            ns2_loss = Path(tmp) / "drops.txt"
+            ns2_loss.write_text(" ".join(map(str, drops)) + "\n")
         nbr, ns2 = [], []
         for k in range(reps):
             nbr.append(run_netbraid(path))
             if k < ns2_reps:
-                ns2.append(run_ns2(loss, seconds, seed))
+                ns2.append(run_ns2(ns2_loss, seconds, seed))
             print(f"  p={loss:g} seed {seed}: netbraid {nbr[-1]['wall_s']:.2f} s"
                   + (f", ns-2 {ns2[-1]['wall_s']:.2f} s" if k < len(ns2) else ""), flush=True)
     med = lambda xs, key: statistics.median(x[key] for x in xs)  # noqa: E731
     a, b = nbr[0], ns2[0]
     row = {
         "date": time.strftime("%Y-%m-%d"), "loss": loss, "seconds": seconds, "seed": seed,
+        "losses": "same list" if same_losses else "drawn by each", "lost_packets_listed": len(drops or []),
         "netbraid_wall_s": med(nbr, "wall_s"), "ns2_wall_s": med(ns2, "wall_s"),
         "netbraid_goodput_bps": a["goodput_bps"], "ns2_goodput_bps": b["goodput_bps"],
         "netbraid_packets": a["delivered_packets"], "ns2_packets": b["delivered_packets"],
@@ -133,6 +169,8 @@ def main() -> None:
                     help="LOSS:SECONDS[:SEEDS],... (default %(default)s)")
     ap.add_argument("--reps", type=int, default=3, help="runs of each simulator per case and seed")
     ap.add_argument("--ns2-reps", type=int, default=None, help="ns-2 runs per case and seed (default: --reps)")
+    ap.add_argument("--same-losses", action="store_true",
+                    help="give both simulators one list of lost packets per case and seed (see above)")
     args = ap.parse_args()
     cases = parse_cases(args.cases)
     if args.reps < 1 or (args.ns2_reps is not None and args.ns2_reps < 1):
@@ -146,7 +184,7 @@ def main() -> None:
     rows = []
     for loss, seconds, seeds in cases:
         for seed in seeds:
-            rows.append(measure(loss, seconds, seed, args.reps, args.ns2_reps or args.reps))
+            rows.append(measure(loss, seconds, seed, args.reps, args.ns2_reps or args.reps, args.same_losses))
             # Written as produced: a long case interrupted keeps the seeds done.
             old = json.loads(out.read_text()) if out.exists() else []
             out.write_text(json.dumps(old + [rows[-1]], indent=2) + "\n")

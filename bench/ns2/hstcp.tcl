@@ -4,7 +4,10 @@
 #   ns hstcp.tcl SEED LOSS DURATION_S
 #
 # a → r → b, 10 Gb/s and 25 ms per hop (100 ms round trip), random packet
-# loss LOSS on a → r, 100,000-packet drop-tail queues; Agent/TCP/Sack1 with
+# loss LOSS on a → r (or, with LOSS = @FILE, exactly the packets whose
+# 0-based indices in a → r's transmission order FILE lists: ErrorModel/List,
+# which counts from 0 as netbraid's `list` loss does), 100,000-packet
+# drop-tail queues; Agent/TCP/Sack1 with
 # windowOption_ 8 (RFC 3649) and a window that never binds; Agent/TCPSink/Sack1
 # (an ACK per packet). Prints the sender's counters at the end.
 set seed [lindex $argv 0]
@@ -20,10 +23,18 @@ $ns duplex-link $a $r 10Gb 25ms DropTail
 $ns duplex-link $r $b 10Gb 25ms DropTail
 $ns queue-limit $a $r 100000
 $ns queue-limit $r $b 100000
-set em [new ErrorModel]
-$em set rate_ $loss
+if {[string index $loss 0] == "@"} {
+    set f [open [string range $loss 1 end]]
+    set drops [read $f]
+    close $f
+    set em [new ErrorModel/List]
+    $em droplist $drops
+} else {
+    set em [new ErrorModel]
+    $em set rate_ $loss
+    $em ranvar [new RandomVariable/Uniform]
+}
 $em unit pkt
-$em ranvar [new RandomVariable/Uniform]
 $em drop-target [new Agent/Null]
 $ns lossmodel $em $a $r
 set tcp [new Agent/TCP/Sack1]
