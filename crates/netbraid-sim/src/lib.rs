@@ -104,10 +104,8 @@ pub fn simulation_from_json(text: String) -> Result<Simulation, SimError> {
 }
 
 pub fn parse_scenario(json: &str) -> Result<Scenario, SimError> {
-    let mut scn: Scenario =
-        serde_json::from_str(json).map_err(|e| SimError::invalid("", format!("invalid resolved scenario: {e}")))?;
-    scn.share_settings();
-    Ok(scn)
+    // (flows with equal TCP settings share one copy as they are parsed)
+    serde_json::from_str(json).map_err(|e| SimError::invalid("", format!("invalid resolved scenario: {e}")))
 }
 
 pub fn run_scenario(scn: &Scenario) -> Result<RunResult, SimError> {

@@ -18,6 +18,7 @@ pub struct Scenario {
     pub links: Vec<LinkSpec>,
     #[serde(default)]
     pub routes: Vec<RouteSpec>,
+    #[serde(deserialize_with = "flows_sharing_settings")]
     pub flows: Vec<FlowSpec>,
     /// Split-TCP proxies: relays on nodes that flows name in `via`.
     #[serde(default)]
@@ -43,17 +44,47 @@ impl Scenario {
     /// (with thousands of flows, that copy was a tenth of an idle flow's
     /// memory). Flows written with `count` are neighbours, so comparing
     /// with the last distinct settings finds nearly all the sharing.
+    /// (Parsing shares already, flow by flow; this is for scenarios built
+    /// otherwise.)
     pub fn share_settings(&mut self) {
-        let mut last: Option<Arc<TcpConfig>> = None;
+        let mut last = None;
         for f in &mut self.flows {
-            if let FlowKind::Tcp { tcp, .. } = &mut f.kind {
-                match &last {
-                    Some(l) if **l == **tcp => *tcp = l.clone(),
-                    _ => last = Some(tcp.clone()),
-                }
-            }
+            share_with_last(f, &mut last);
         }
     }
+}
+
+fn share_with_last(f: &mut FlowSpec, last: &mut Option<Arc<TcpConfig>>) {
+    if let FlowKind::Tcp { tcp, .. } = &mut f.kind {
+        match last {
+            Some(l) if **l == **tcp => *tcp = l.clone(),
+            _ => *last = Some(tcp.clone()),
+        }
+    }
+}
+
+/// The flow list, each flow's TCP settings shared with its neighbour's as
+/// soon as it is parsed: otherwise every flow's own copy (a Linux-profile
+/// one with its controller's parameters is ~600 bytes) would be alive at
+/// once until parsing ends — the peak of a run with many flows.
+fn flows_sharing_settings<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<FlowSpec>, D::Error> {
+    struct Flows;
+    impl<'de> serde::de::Visitor<'de> for Flows {
+        type Value = Vec<FlowSpec>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of flows")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<FlowSpec>, A::Error> {
+            let mut flows = Vec::new();
+            let mut last = None;
+            while let Some(mut f) = seq.next_element::<FlowSpec>()? {
+                share_with_last(&mut f, &mut last);
+                flows.push(f);
+            }
+            Ok(flows)
+        }
+    }
+    d.deserialize_seq(Flows)
 }
 
 #[derive(Clone, Debug, Deserialize)]

@@ -76,9 +76,10 @@ pub fn relay(
         ));
     }
     let cc = controller(spec, setup, tcp, &format!("leg {}", leg + 1))?;
+    let tcp = std::sync::Arc::new(tcp.clone());
     Ok(Box::new(Relay::new(
-        TcpReceiver::new(tcp),
-        TcpSender::new(tcp.clone(), cc),
+        TcpReceiver::new(tcp.clone()),
+        TcpSender::new(tcp, cc),
         proxy.buffer_bytes,
         *bytes,
     )))
@@ -134,7 +135,7 @@ pub fn builtin(spec: &FlowSpec, setup: &FlowSetup) -> Result<EndpointPair, SimEr
                 }
             };
             let sender = BulkSender::new(TcpSender::new(tcp.clone(), cc), *bytes);
-            let reader = TcpReader::new(TcpReceiver::new(tcp), policy);
+            let reader = TcpReader::new(TcpReceiver::new(tcp.clone()), policy);
             (Box::new(sender), Box::new(reader))
         }
         FlowKind::Cbr {

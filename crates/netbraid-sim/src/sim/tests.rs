@@ -499,3 +499,39 @@ fn flows_with_the_same_settings_share_one_copy() {
     assert!(!std::sync::Arc::ptr_eq(&cfg(1), &cfg(2)), "different settings are not");
     assert_eq!((cfg(1).cc.as_str(), cfg(2).cc.as_str()), ("reno", "cubic"));
 }
+
+/// Parsing a resolved scenario shares equal TCP settings as it goes (so
+/// that every flow's own copy is never alive at once): neighbours with the
+/// same settings point to one copy, a flow with other settings has its own.
+#[test]
+fn parsed_flows_with_the_same_settings_share_one_copy() {
+    let tcp = |cc: &str| {
+        serde_json::to_value(TcpConfig {
+            cc: cc.into(),
+            ..TcpConfig::default()
+        })
+        .unwrap()
+    };
+    let flow = |name: &str, cc: &str| {
+        serde_json::json!({"name": name, "src": 0, "dst": 1, "start_ns": 0, "stop_ns": null,
+                           "kind": "tcp", "tcp": tcp(cc), "bytes": null})
+    };
+    let direction = serde_json::json!({"rate_bps": 1_000_000, "delay_ns": 1_000_000,
+                                       "queue": {"packets": 100, "bytes": null}, "loss": {"model": "none"}});
+    let json = serde_json::json!({
+        "name": "share", "seed": 1, "duration_ns": 1_000_000_000,
+        "nodes": [{"name": "x", "router": false}, {"name": "y", "router": false}],
+        "links": [{"a": 0, "b": 1, "ab": direction, "ba": direction}],
+        "flows": [flow("a", "reno"), flow("b", "reno"), flow("c", "cubic"), flow("d", "cubic")],
+        "measure": {"start_ns": 0, "stop_ns": 1_000_000_000, "interval_ns": null},
+    });
+    let scn = crate::parse_scenario(&json.to_string()).unwrap();
+    let cfg = |i: usize| match &scn.flows[i].kind {
+        FlowKind::Tcp { tcp, .. } => tcp.clone(),
+        _ => unreachable!("TCP flows"),
+    };
+    assert!(std::sync::Arc::ptr_eq(&cfg(0), &cfg(1)), "equal settings are shared");
+    assert!(std::sync::Arc::ptr_eq(&cfg(2), &cfg(3)));
+    assert!(!std::sync::Arc::ptr_eq(&cfg(1), &cfg(2)), "different settings are not");
+    assert_eq!((cfg(1).cc.as_str(), cfg(3).cc.as_str()), ("reno", "cubic"));
+}

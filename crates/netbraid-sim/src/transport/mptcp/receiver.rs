@@ -75,9 +75,10 @@ impl MptcpReceiver {
         // Subflows keep only their own out-of-order data, which the
         // connection counts against its buffer; they are never the limit.
         sub_cfg.rcvbuf = u32::MAX as u64;
+        let sub_cfg = std::sync::Arc::new(sub_cfg);
         let subflows = (0..paths)
             .map(|_| {
-                let mut tcp = TcpReceiver::new(&sub_cfg);
+                let mut tcp = TcpReceiver::new(sub_cfg.clone());
                 tcp.set_reader_waiting(true);
                 RxSubflow {
                     tcp,

@@ -24,7 +24,7 @@ fn config(rcvbuf: u64) -> TcpConfig {
 
 fn pair(cfg: TcpConfig, policy: ReadPolicy, rate_bps: u64, delay: Time) -> BackToBack<BulkSender, TcpReader> {
     let sender = BulkSender::new(TcpSender::from_config(cfg.clone()).unwrap(), None);
-    let reader = TcpReader::new(TcpReceiver::new(&cfg), policy);
+    let reader = TcpReader::new(TcpReceiver::new(cfg.clone()), policy);
     let mut h = BackToBack::new(sender, reader, rate_bps, delay);
     h.start();
     h
@@ -150,7 +150,7 @@ fn receiver_acks_and_bounds() {
         rcvbuf: 4000,
         ..TcpConfig::default()
     };
-    let mut r = TcpReceiver::new(&cfg);
+    let mut r = TcpReceiver::new(cfg.clone());
     let mut out = Vec::new();
     let seg = |seq: u64| TcpSegment {
         seq,

@@ -33,7 +33,7 @@ type Pair = BackToBack<BulkSender<TcpSender>, TcpReader>;
 fn pair(rack: bool, bytes: Option<u64>, drop: impl FnMut(&Sent) -> bool + 'static) -> Pair {
     let cfg = config(rack);
     let sender = BulkSender::new(TcpSender::from_config(cfg.clone()).unwrap(), bytes);
-    let reader = TcpReader::new(TcpReceiver::new(&cfg), ReadPolicy::Waiting);
+    let reader = TcpReader::new(TcpReceiver::new(cfg.clone()), ReadPolicy::Waiting);
     let mut h = BackToBack::new(sender, reader, RATE, DELAY);
     h.drop = Box::new(drop);
     h.start();
@@ -197,7 +197,7 @@ fn a_lost_resend_after_a_timeout_goes_again_without_another() {
         let mut cfg = config(true);
         cfg.tlp = tlp;
         let sender = BulkSender::new(TcpSender::from_config(cfg.clone()).unwrap(), Some(bytes));
-        let reader = TcpReader::new(TcpReceiver::new(&cfg), ReadPolicy::Waiting);
+        let reader = TcpReader::new(TcpReceiver::new(cfg.clone()), ReadPolicy::Waiting);
         let mut h = BackToBack::new(sender, reader, RATE, DELAY);
         h.drop = Box::new(drop);
         h.start();

@@ -10,19 +10,15 @@ use crate::engine::time::earliest;
 use crate::engine::Time;
 use crate::net::packet::{tcp_flags, Body, SackBlocks, TcpSegment};
 use crate::trace::counters::ReceiveCounters;
+use std::sync::Arc;
 
 /// An idle gap after which Linux's receiver ACKs quickly again.
 const IDLE_QUICKACK: Time = crate::engine::time::SECOND;
 
 pub struct TcpReceiver {
-    header_bytes: u32,
-    mss: u64,
-    rcvbuf: u64,
-    sack: bool,
-    delayed_ack: bool,
-    delack_timeout: Time,
-    delack_count: u32,
-    max_sack_blocks: usize,
+    /// The connection's settings, shared with every connection that has the
+    /// same (thousands of flows in a datacenter run).
+    cfg: Arc<TcpConfig>,
     /// Next in-order byte expected.
     rcv_nxt: u64,
     /// Next byte the application will read: [read, rcv_nxt) waits in the buffer.
@@ -47,13 +43,11 @@ pub struct TcpReceiver {
     quick_acks_left: u32,
     quick_acks: u32,
     last_data_at: Option<Time>,
-    /// SACK compression (Linux's tcp_comp_sack_*): the most ACKs one may
-    /// stand for (0: off) and the longest it waits; ACKs held back since the
-    /// last one sent; duplicate ACKs already sent at once for the hole at
-    /// `compressed_for` (the first three always go, as dupthresh needs);
-    /// when the held-back ACK goes.
-    sack_compression: u32,
-    sack_compression_delay: Time,
+    /// SACK compression (Linux's tcp_comp_sack_*, `cfg.sack_compression`
+    /// ACKs at most, for at most `cfg.sack_compression_delay`): ACKs held
+    /// back since the last one sent; duplicate ACKs already sent at once
+    /// for the hole at `compressed_for` (the first three always go, as
+    /// dupthresh needs); when the held-back ACK goes.
     compressed: u32,
     dupacks_sent: u32,
     compressed_for: u64,
@@ -67,16 +61,9 @@ pub struct TcpReceiver {
 }
 
 impl TcpReceiver {
-    pub fn new(cfg: &TcpConfig) -> Self {
+    pub fn new(cfg: impl Into<Arc<TcpConfig>>) -> Self {
+        let cfg = cfg.into();
         Self {
-            header_bytes: cfg.header_bytes,
-            mss: cfg.mss as u64,
-            rcvbuf: cfg.rcvbuf,
-            sack: cfg.recovery == Recovery::Sack,
-            delayed_ack: cfg.delayed_ack,
-            delack_timeout: cfg.delack_timeout,
-            delack_count: cfg.delack_count.max(1),
-            max_sack_blocks: cfg.max_sack_blocks as usize,
             rcv_nxt: 0,
             read: 0,
             reader_waiting: false,
@@ -90,12 +77,6 @@ impl TcpReceiver {
                 .quick_acks
                 .min((cfg.rcvbuf / (2 * cfg.mss.max(1) as u64)).max(2) as u32),
             last_data_at: None,
-            sack_compression: if cfg.recovery == Recovery::Sack {
-                cfg.sack_compression
-            } else {
-                0
-            },
-            sack_compression_delay: cfg.sack_compression_delay,
             compressed: 0,
             dupacks_sent: 0,
             compressed_for: 0,
@@ -103,6 +84,22 @@ impl TcpReceiver {
             echo_ce: false,
             recent: Vec::new(), // allocated at the first out-of-order segment
             stats: ReceiveCounters::default(),
+            cfg,
+        }
+    }
+
+    fn sack(&self) -> bool {
+        self.cfg.recovery == Recovery::Sack
+    }
+    fn mss(&self) -> u64 {
+        self.cfg.mss as u64
+    }
+    /// The most ACKs a compressed one stands for (0: off; only with SACK).
+    fn sack_compression(&self) -> u32 {
+        if self.sack() {
+            self.cfg.sack_compression
+        } else {
+            0
         }
     }
 
@@ -231,15 +228,15 @@ impl TcpReceiver {
                 self.quick_acks_left = self.quick_acks;
             }
             self.last_data_at = Some(now);
-            if had_hole || !self.delayed_ack || self.quick_acks_left > 0 {
+            if had_hole || !self.cfg.delayed_ack || self.quick_acks_left > 0 {
                 // Filling (part of) a hole is ACKed immediately (RFC 5681 §4.2).
                 return self.send_ack(out);
             }
             self.unacked_segments += 1;
-            if self.unacked_segments >= self.delack_count {
+            if self.unacked_segments >= self.cfg.delack_count.max(1) {
                 self.send_ack(out);
             } else if self.delack_deadline.is_none() {
-                self.delack_deadline = Some(now + self.delack_timeout);
+                self.delack_deadline = Some(now + self.cfg.delack_timeout);
             }
         } else {
             // Out of order: hold it and ACK immediately (RFC 5681 §4.2).
@@ -261,7 +258,8 @@ impl TcpReceiver {
     /// not among the first three duplicate ACKs for this hole, and only
     /// until `sack_compression` are held or the delay has passed.
     fn hold_sack(&mut self, now: Time) -> bool {
-        if self.sack_compression == 0 || self.quick_acks_left > 0 || self.compressed >= self.sack_compression {
+        let most = self.sack_compression();
+        if most == 0 || self.quick_acks_left > 0 || self.compressed >= most {
             return false;
         }
         if self.compressed_for != self.rcv_nxt {
@@ -273,7 +271,7 @@ impl TcpReceiver {
             return false;
         }
         self.compressed += 1;
-        self.compressed_deadline.get_or_insert(now + self.sack_compression_delay);
+        self.compressed_deadline.get_or_insert(now + self.cfg.sack_compression_delay);
         true
     }
 
@@ -287,12 +285,12 @@ impl TcpReceiver {
     /// Receiver SWS avoidance: the right edge moves only in steps of at
     /// least min(RcvBuf / 2, MSS).
     fn sws_threshold(&self) -> u64 {
-        (self.rcvbuf / 2).min(self.mss)
+        (self.cfg.rcvbuf / 2).min(self.mss())
     }
 
     /// The right edge the buffer's free space allows now.
     fn window_edge(&self) -> u64 {
-        let edge = self.read + self.rcvbuf.saturating_sub(self.held());
+        let edge = self.read + self.cfg.rcvbuf.saturating_sub(self.held());
         if edge >= self.right_edge + self.sws_threshold() {
             edge
         } else {
@@ -307,10 +305,10 @@ impl TcpReceiver {
 
     fn sack_blocks(&mut self) -> SackBlocks {
         let mut blocks = SackBlocks::default();
-        if !self.sack || self.out_of_order.is_empty() {
+        if !self.sack() || self.out_of_order.is_empty() {
             return blocks;
         }
-        let limit = self.max_sack_blocks.min(crate::net::packet::MAX_SACK_BLOCKS);
+        let limit = (self.cfg.max_sack_blocks as usize).min(crate::net::packet::MAX_SACK_BLOCKS);
         let ranges = self.out_of_order.ranges();
         let containing = |seq: u64| {
             let i = ranges.partition_point(|r| r.1 <= seq);
@@ -351,7 +349,7 @@ impl TcpReceiver {
         };
         out.push(Transmit::new(
             Body::Tcp(seg),
-            self.header_bytes + sack.option_bytes(),
+            self.cfg.header_bytes + sack.option_bytes(),
             false,
         ));
     }

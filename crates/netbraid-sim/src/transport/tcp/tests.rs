@@ -525,7 +525,7 @@ fn receiver_answers_probes_but_not_pure_acks() {
         delayed_ack: false,
         ..TcpConfig::default()
     };
-    let mut r = TcpReceiver::new(&cfg);
+    let mut r = TcpReceiver::new(cfg.clone());
     let mut out = Vec::new();
     let data = TcpSegment {
         seq: 0,
@@ -792,7 +792,7 @@ fn receiver_quick_acks_at_the_start_and_after_idle() {
         quick_acks: 16,
         ..TcpConfig::default()
     };
-    let mut r = TcpReceiver::new(&cfg);
+    let mut r = TcpReceiver::new(cfg.clone());
     let mut out = Vec::new();
     let mut acks_after = Vec::new();
     for k in 0..24u64 {
@@ -844,7 +844,7 @@ fn receiver_compresses_sacks_after_three_dupacks() {
     let us = MILLISECOND / 1000;
     // segment 0 is lost; 1..=60 arrive 10 µs apart
     for (nr, expect_immediate) in [(0u32, 60usize), (44, 3)] {
-        let mut r = TcpReceiver::new(&cfg(nr));
+        let mut r = TcpReceiver::new(cfg(nr));
         let mut out = Vec::new();
         let mut immediate = 0;
         for k in 1..=60u64 {
