@@ -341,9 +341,13 @@ impl HsWindow {
             self.cfg.mss
         };
         self.credit += a * self.cfg.mss as f64 * acked as f64 / self.cwnd as f64;
-        let whole = self.credit.floor();
-        self.credit -= whole;
-        self.cwnd += whole as u64;
+        // (the credit is never negative, so truncation is the floor: one
+        // instruction, where `floor` is a call into libm on baseline x86-64,
+        // 1.4 % of a 10 Gb/s HSTCP run by perf)
+        debug_assert!(self.credit >= 0.0);
+        let whole = self.credit as u64;
+        self.credit -= whole as f64;
+        self.cwnd += whole;
     }
 
     /// ssthresh = (1 − b)·flight, at least two segments; b = 0.5 is Reno's halving.
