@@ -256,6 +256,32 @@ def test_fidelity_cell_within_twenty_percent(cell, tmp_path):
     assert abs(entry["gap"]) <= 0.20, entry
 
 
+def test_hosts_default_to_a_controller_that_does_not_pace(monkeypatch):
+    """Linux never clears the pacing flag BBR's start sets on a socket, and
+    iperf3 switches each socket from the namespace's default controller to
+    the flow's: with BBR as the default (this machine's), a CUBIC flow ran
+    paced and its HyStart waited twice as long (bpftrace: sk_pacing_status
+    1, slow start to ~490 segments instead of ~250; docs/emu.md). Each host
+    namespace must default to a controller that does not pace."""
+    from netbraid.emu import topology
+
+    seen = {}
+    build = topology.Topology.build
+
+    def build_and_read(self, *a, **k):
+        build(self, *a, **k)
+        for ns in self.ns[:2]:  # the two hosts
+            out = subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-n", "net.ipv4.tcp_congestion_control"],
+                                 capture_output=True, text=True, check=True)
+            seen[ns] = out.stdout.strip()
+
+    monkeypatch.setattr(topology.Topology, "build", build_and_read)
+    s = one_link("50Mbps", "10ms", duration="1s")
+    s.add_flow("t", "a", "b", cc="cubic")
+    nb.simulate(s, backend="emu")
+    assert len(seen) == 2 and all(cc in ("reno", "cubic") for cc in seen.values()), seen
+
+
 def test_unknown_congestion_control_lists_what_the_kernel_has():
     out = subprocess.run(["netbraid", "run", "examples/linux_tcp_loss.toml", "--backend", "emu",
                           "--set", "flows.bulk.cc=vegas"], capture_output=True, text=True)

@@ -29,6 +29,11 @@ from .linkemu import LinkEmulator
 from .netns import ip_batch, sysctl
 from .registry import RunRecord
 
+#: Each host namespace's default TCP controller: one that does not pace
+#: (built into every kernel), so that only a flow's own controller decides
+#: whether its socket is paced.
+DEFAULT_CONGESTION_CONTROL = "reno"
+
 
 def interfaces(resolved: dict[str, Any]) -> tuple[list[int], dict[int, list[int]]]:
     """(node of each interface, interfaces of each node): link l gives
@@ -176,6 +181,14 @@ class Topology:
                     settings["net.ipv4.fib_multipath_hash_policy"] = 1
             else:
                 settings["net.ipv4.tcp_no_metrics_save"] = 1
+                # Every socket starts with the namespace's default controller
+                # and iperf3 then switches it to the flow's; Linux never clears
+                # the pacing flag that BBR's start sets, so on a kernel whose
+                # default is BBR a CUBIC or Reno flow ran paced, with HyStart's
+                # ACK-train threshold doubled (read with bpftrace:
+                # sk_pacing_status 1; docs/emu.md). A default that does not
+                # pace leaves each socket's pacing to its own controller.
+                settings["net.ipv4.tcp_congestion_control"] = DEFAULT_CONGESTION_CONTROL
                 settings.update(host_sysctls.get(n, {}))
             sysctl(ns, settings)
 
