@@ -61,13 +61,14 @@ PACKETS_PER_S = 10e9 / (8 * (MSS + 40))
 def loss_list(loss: float, seconds: float, seed: int) -> list[int]:
     """Indices of the lost packets, each of the packets a → r could send in
     `seconds` lost with probability `loss` (geometric gaps between losses)."""
+    if loss <= 0:
+        return []
     rng = random.Random(f"hstcp-losses/{loss:g}/{seconds:g}/{seed}")
-    bound, out, i = math.ceil(PACKETS_PER_S * seconds), [], -1
-    while loss > 0:
-        i += 1 + int(math.log(1.0 - rng.random()) / math.log1p(-loss))
-        if i >= bound:
-            return out
+    bound, out = math.ceil(PACKETS_PER_S * seconds), []
+    i = int(math.log(1.0 - rng.random()) / math.log1p(-loss))
+    while i < bound:
         out.append(i)
+        i += 1 + int(math.log(1.0 - rng.random()) / math.log1p(-loss))
     return out
 
 

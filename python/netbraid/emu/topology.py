@@ -181,15 +181,18 @@ class Topology:
                     settings["net.ipv4.fib_multipath_hash_policy"] = 1
             else:
                 settings["net.ipv4.tcp_no_metrics_save"] = 1
-                # Every socket starts with the namespace's default controller
-                # and iperf3 then switches it to the flow's; Linux never clears
-                # the pacing flag that BBR's start sets, so on a kernel whose
-                # default is BBR a CUBIC or Reno flow ran paced, with HyStart's
-                # ACK-train threshold doubled (read with bpftrace:
-                # sk_pacing_status 1; docs/emu.md). A default that does not
-                # pace leaves each socket's pacing to its own controller.
-                settings["net.ipv4.tcp_congestion_control"] = DEFAULT_CONGESTION_CONTROL
-                settings.update(host_sysctls.get(n, {}))
+            # In every namespace that may open connections (hosts, and
+            # routers with a split-TCP proxy): every socket starts with the
+            # namespace's default controller and is then switched to the
+            # flow's (iperf3 -C, the proxy's per-leg option); Linux never
+            # clears the pacing flag that BBR's start sets, so on a kernel
+            # whose default is BBR a CUBIC or Reno flow ran paced, with
+            # HyStart's ACK-train threshold doubled (read with bpftrace:
+            # sk_pacing_status 1; docs/emu.md). A default that does not pace
+            # leaves each socket's pacing to its own controller.
+            settings["net.ipv4.tcp_congestion_control"] = DEFAULT_CONGESTION_CONTROL
+            # (a proxy's router gets its per-host settings too, e.g. tcp_sack)
+            settings.update(host_sysctls.get(n, {}))
             sysctl(ns, settings)
 
         for m in mptcp:

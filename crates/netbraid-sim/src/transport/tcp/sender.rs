@@ -625,12 +625,10 @@ impl TcpSender {
 
     /// PRR's accounting of an ACK that delivered `delivered` bytes in recovery.
     fn prr_on_ack(&mut self, delivered: u64) {
-        if self.prr.is_none() {
-            return;
-        }
-        let (pipe, ssthresh, mss) = (self.pipe(), self.cc.ssthresh(), self.mss);
-        if let Some(prr) = self.prr.as_deref_mut() {
-            prr.on_ack(delivered, pipe, ssthresh, mss);
+        // (taken out for the call: pipe() reads the rest of the sender)
+        if let Some(mut prr) = self.prr.take() {
+            prr.on_ack(delivered, self.pipe(), self.cc.ssthresh(), self.mss);
+            self.prr = Some(prr);
         }
     }
 
