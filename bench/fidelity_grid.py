@@ -2,11 +2,20 @@
 5 replications per cell on sim and on this kernel, each cell's gap, the
 count within ±10 % and ±20 %, and a plot.
 
-The 96 cells at 5 × 15 s come from bench/results/fidelity_grid_2026-11-27.csv
-(made by `python bench/fidelity.py --reps 5 --duration 15 --out … --cells
-<the cells>`, resumable); the twelve cells at 50 ms one way with 0.1 % or 3 %
-loss, where a 15 s run holds too few losses for the kernel's runs to agree
-with each other, at 5 × 20 s from bench/results/fidelity_50ms_5x20_*.csv.
+Runs are 5 × 15 s, except the twelve cells at 50 ms one way with 0.1 % or
+3 % loss, where a 15 s run holds too few losses for the kernel's runs to
+agree with each other: 5 × 20 s. Where each side comes from
+(bench/results/, each made by `python bench/fidelity.py --reps 5 --duration
+15|20 --out <file> --cells <the cells>`, resumable; `--no-emu` for the
+simulator's file):
+
+- the simulator, every cell: fidelity_grid_sim_2026-11-27.csv (the model
+  of this commit; re-made whenever the model changes);
+- the kernel, CUBIC and Reno: fidelity_grid_default_cc_2026-11-27.csv and
+  fidelity_50ms_5x20_default_cc_2026-11-27.csv, taken after emu's hosts
+  stopped pacing every socket (docs/emu.md);
+- the kernel, BBR: fidelity_grid_2026-11-27.csv (BBR paces itself, so the
+  fix changed nothing for it).
 
     python bench/fidelity_grid.py [--table] [--plot PATH]
 """
@@ -22,19 +31,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fidelity  # noqa: E402
 
 RESULTS = fidelity.ROOT / "bench" / "results"
-GRID = RESULTS / "fidelity_grid_2026-11-27.csv"
-LONG = [RESULTS / "fidelity_50ms_5x20_2026-11-26.csv", RESULTS / "fidelity_50ms_5x20_2026-11-27.csv"]
+SIM = RESULTS / "fidelity_grid_sim_2026-11-27.csv"
+KERNEL = RESULTS / "fidelity_grid_default_cc_2026-11-27.csv"
+KERNEL_LONG = RESULTS / "fidelity_50ms_5x20_default_cc_2026-11-27.csv"
+KERNEL_BBR = RESULTS / "fidelity_grid_2026-11-27.csv"
 LONG_CELLS = {f"{cc}:50:{loss}:{b}" for cc in ("reno", "cubic") for loss in ("0.001", "0.03") for b in ("0.5", "1", "2")}
 REPS = 5
 
 
 def rows() -> list[dict]:
-    out = [r for r in fidelity.load(GRID)
-           if float(r["duration_s"]) == 15.0 and r["cell"] not in LONG_CELLS and int(r["rep"]) < REPS]
-    for path in LONG:
-        out += [r for r in fidelity.load(path)
-                if r["cell"] in LONG_CELLS and float(r["duration_s"]) == 20.0 and int(r["rep"]) < REPS]
-    return out
+    def pick(path: Path, backend: str, keep) -> list[dict]:
+        return [r for r in fidelity.load(path) if r["backend"] == backend and int(r["rep"]) < REPS
+                and not r["cell"].startswith("mix:") and keep(r)
+                and float(r["duration_s"]) == (20.0 if r["cell"] in LONG_CELLS else 15.0)]
+
+    return (pick(SIM, "sim", lambda r: True)
+            + pick(KERNEL, "emu", lambda r: r["cell"] not in LONG_CELLS and not r["cell"].startswith("bbr:"))
+            + pick(KERNEL_LONG, "emu", lambda r: r["cell"] in LONG_CELLS)
+            + pick(KERNEL_BBR, "emu", lambda r: r["cell"].startswith("bbr:")))
 
 
 def interval(x: dict) -> str:

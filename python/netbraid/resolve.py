@@ -55,13 +55,16 @@ TCP_DEFAULTS: dict[str, Any] = {
     "rack": False,
     "tlp": False,
     "prr": False,
+    "ssthresh_from_cwnd": False,
+    "timer_tick": 0,
 }
 #: Linux 6.x defaults, as the simulator can express them: IW10 (RFC 6928),
 #: 200 ms minimum RTO and 1 s initial RTO (TCP_RTO_MIN, TCP_TIMEOUT_INIT),
 #: 1448-byte segments with 52 bytes of IP+TCP header (timestamps on), SACK,
 #: delayed ACKs every second segment with a 40 ms floor (TCP_DELACK_MIN),
 #: RACK-TLP (net.ipv4.tcp_recovery = 1 and tcp_early_retrans = 3, the
-#: defaults) and PRR in recovery (since Linux 3.2). What `compare` and paper
+#: defaults), PRR in recovery (since Linux 3.2) and reductions from the
+#: window rather than FlightSize. What `compare` and paper
 #: 001 give the simulator; `profile = "linux"` adds Linux's CUBIC. Not yet
 #: here: SACK compression (`sack_compression = 44`, the kernel's default),
 #: see docs/model.md.
@@ -82,6 +85,12 @@ LINUX_TCP: dict[str, Any] = {
     "rack": True,
     "tlp": True,
     "prr": True,
+    # ssthresh = β × cwnd (tcp_reno_ssthresh, bictcp_recalc_ssthresh), not
+    # β × FlightSize; PRR divides by prior_cwnd (tcp_cwnd_reduction)
+    "ssthresh_from_cwnd": True,
+    # RACK's reordering timer and TLP's probe in jiffies: CONFIG_HZ = 250 on
+    # the kernel the fidelity grid ran on (zcat /proc/config.gz), 4 ms a tick
+    "timer_tick": "4ms",
 }
 #: CUBIC as net/ipv4/tcp_cubic.c runs it: β = 717/1024, HyStart on (both detectors).
 LINUX_CUBIC: dict[str, Any] = {"cc": "cubic", "cc_params": {"beta": 717 / 1024, "hystart": True, "target_min_rtt": True,

@@ -376,6 +376,16 @@ class TcpOptions(Strict):
     #: recovery, send in step with what each ACK delivers, so the window comes
     #: down to ssthresh smoothly. Needs recovery = "sack". Sim only.
     prr: Optional[Flag] = None
+    #: ssthresh after a loss (and PRR's divisor) from the congestion window,
+    #: as Linux's controllers compute it, instead of from FlightSize as the
+    #: RFCs do (RFC 5681 leaves out what limited transmit sent: at a window
+    #: of a few segments that halves ssthresh again). Sim only.
+    ssthresh_from_cwnd: Optional[Flag] = None
+    #: The kernel tick RACK's reordering timer and the loss probe run on, as
+    #: Linux counts them in jiffies (1/CONFIG_HZ: "4ms" at HZ = 250, this
+    #: machine's kernel): the reordering timer waits what is left plus 2 ms,
+    #: the probe 2·SRTT plus 2 ms, rounded up to ticks. "0s" = exact (RFC 8985). Sim only.
+    timer_tick: Optional[Time] = None
 
 
 TCP_FIELDS = tuple(TcpOptions.model_fields)

@@ -159,6 +159,22 @@ pub struct TcpConfig {
     /// the window comes down to ssthresh smoothly. Needs `recovery = Sack`.
     #[serde(default)]
     pub prr: bool,
+    /// Each reduction starts from the congestion window, as Linux's
+    /// controllers compute ssthresh (`tcp_reno_ssthresh`,
+    /// `bictcp_recalc_ssthresh`: from `snd_cwnd`) and PRR divides by the
+    /// window at entry (`prior_cwnd`), instead of from FlightSize (RFC 5681,
+    /// which leaves out what limited transmit sent: at a small window that
+    /// is most of it).
+    #[serde(default)]
+    pub ssthresh_from_cwnd: bool,
+    /// The kernel tick TCP's RACK and probe timers run on (0: exact, as
+    /// RFC 8985). Linux counts them in jiffies (1/CONFIG_HZ; 4 ms on a
+    /// kernel built with HZ = 250): the reordering timer waits what is left
+    /// plus 2 ms, the probe timeout is 2·SRTT plus 2 ms (plus the minimum
+    /// RTO with one segment in flight), each rounded up to whole ticks from
+    /// the tick under way. At a 10 ms round trip that is most of an RTT.
+    #[serde(default)]
+    pub timer_tick: Time,
 }
 
 /// The buffer size that stands for "not set" (1 GiB: never the limit).
@@ -203,6 +219,8 @@ impl Default for TcpConfig {
             rack: false,
             tlp: false,
             prr: false,
+            ssthresh_from_cwnd: false,
+            timer_tick: 0,
         }
     }
 }
@@ -291,6 +309,7 @@ impl TcpConfig {
             ("delack_timeout", self.delack_timeout),
             ("sack_compression_delay", self.sack_compression_delay),
             ("clock_granularity", self.clock_granularity),
+            ("timer_tick", self.timer_tick),
         ] {
             crate::sim::check_time(&format!("{field}{k}"), t)?;
         }

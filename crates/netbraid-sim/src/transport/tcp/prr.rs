@@ -12,7 +12,8 @@ pub struct Prr {
     delivered: u64,
     /// Bytes sent since recovery began, retransmissions included (prr_out).
     sent: u64,
-    /// FlightSize when recovery began (RecoverFS).
+    /// FlightSize when recovery began (RecoverFS; Linux divides by the
+    /// window then, `prior_cwnd`: see `TcpConfig::ssthresh_from_cwnd`).
     recover_fs: u64,
     /// The window in recovery: pipe + sndcnt as of the last ACK. The sender
     /// sends while pipe + MSS fits in it, so segments marked lost between

@@ -25,6 +25,22 @@ pub const WORST_CASE_DELAYED_ACK: Time = 200 * MILLISECOND;
 /// 0.2 ms of silence.
 pub const MIN_PROBE_TIMEOUT: Time = 10 * MILLISECOND;
 
+/// Linux's slack on its RACK reordering timer and on a probe timeout of
+/// more than one segment (`TCP_TIMEOUT_MIN_US`, 2 ms), added before the
+/// time is rounded up to the kernel's tick.
+pub const LINUX_TIMER_SLACK: Time = 2 * MILLISECOND;
+
+/// When a timer set at `now` to run `after` fires: at once (`tick` 0), or,
+/// as a kernel timer counted in jiffies, at the boundary of the tick that
+/// many whole ticks ahead (`after` rounded up to ticks, counted from the
+/// tick now under way: Linux's `usecs_to_jiffies` and timer wheel).
+pub fn tick_deadline(now: Time, after: Time, tick: Time) -> Time {
+    if tick == 0 {
+        return now + after;
+    }
+    (now / tick).saturating_add(after.div_ceil(tick)).saturating_mul(tick)
+}
+
 /// `t1, seq1` was sent after `t2, seq2` (the later end breaks a tie in time:
 /// segments sent in one burst).
 pub fn sent_after(t1: Time, seq1: u64, t2: Time, seq2: u64) -> bool {
@@ -144,6 +160,19 @@ impl Tlp {
         let pto = pto.max(MIN_PROBE_TIMEOUT);
         rto_left.map_or(pto, |r| pto.min(r))
     }
+
+    /// Linux's probe timeout (`tcp_schedule_loss_probe`, 6.x): two smoothed
+    /// RTTs plus the minimum RTO when one segment is in flight (its ACK may
+    /// be delayed), else plus 2 ms; 1 s before any RTT sample; never beyond
+    /// the RTO timer. (The caller rounds it up to the kernel's tick.)
+    pub fn linux_timeout(srtt: Option<Time>, one_segment_in_flight: bool, rto_min: Time, rto_left: Option<Time>) -> Time {
+        let pto = match srtt {
+            Some(s) if one_segment_in_flight => 2 * s + rto_min,
+            Some(s) => 2 * s + LINUX_TIMER_SLACK,
+            None => 1000 * MILLISECOND,
+        };
+        rto_left.map_or(pto, |r| pto.min(r))
+    }
 }
 
 #[cfg(test)]
@@ -241,6 +270,24 @@ mod tests {
             60 * MS,
             "at most SRTT"
         );
+    }
+
+    /// A kernel timer counts whole ticks from the tick under way
+    /// (`usecs_to_jiffies` rounds up; the timer fires as the tick starts).
+    #[test]
+    fn kernel_timers_fire_on_tick_boundaries() {
+        let tick = 4 * MS;
+        assert_eq!(tick_deadline(5 * MS, 4 * MS + MS / 2, 0), 9 * MS + MS / 2, "no tick: exact");
+        // tick under way starts at 4 ms; 4.5 ms is two ticks: fires at 12 ms
+        assert_eq!(tick_deadline(5 * MS, 4 * MS + MS / 2, tick), 12 * MS);
+        // a whole tick from a boundary fires a tick later
+        assert_eq!(tick_deadline(8 * MS, 4 * MS, tick), 12 * MS);
+        // late in a tick the wait is shorter than asked, never longer than a tick beyond it
+        assert_eq!(tick_deadline(11 * MS, 4 * MS, tick), 12 * MS);
+        // Linux's probe timeout at a 10 ms SRTT: 2 x 10 + 2 ms
+        assert_eq!(Tlp::linux_timeout(Some(10 * MS), false, 200 * MS, None), 22 * MS);
+        assert_eq!(Tlp::linux_timeout(Some(10 * MS), true, 200 * MS, None), 220 * MS);
+        assert_eq!(Tlp::linux_timeout(Some(10 * MS), false, 200 * MS, Some(15 * MS)), 15 * MS);
     }
 
     #[test]

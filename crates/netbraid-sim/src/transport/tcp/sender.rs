@@ -9,7 +9,7 @@
 //! timer sends zero-window probes with exponential backoff (RFC 9293 §3.8.6.1).
 
 use super::prr::Prr;
-use super::rack::{Rack, Tlp};
+use super::rack::{tick_deadline, Rack, Tlp, LINUX_TIMER_SLACK};
 use super::rate::{RateEstimator, RateSample, SendState};
 use super::send_buffer::SendBuffer;
 use super::{RangeSet, Recovery, RttEstimator, Semantics, TcpConfig};
@@ -350,6 +350,15 @@ impl TcpSender {
     pub fn ssthresh(&self) -> u64 {
         self.cc.ssthresh()
     }
+    /// What a reduction starts from: FlightSize as the RFCs count it, or the
+    /// window at the congestion event (`ssthresh_from_cwnd`, as Linux).
+    fn reduction_base(&self, flight: u64, cwnd: u64) -> u64 {
+        if self.cfg.ssthresh_from_cwnd {
+            cwnd
+        } else {
+            flight
+        }
+    }
     pub fn srtt(&self) -> Option<Time> {
         self.rtt.srtt()
     }
@@ -513,7 +522,7 @@ impl TcpSender {
         // data, without retransmitting; the next new segment carries CWR.
         if self.cfg.ecn && seg.flags & tcp_flags::ECE != 0 && !self.in_recovery && ack > self.ecn_recover {
             let cwnd_before = self.cwnd();
-            self.cc.on_congestion_event(now, flight_before);
+            self.cc.on_congestion_event(now, self.reduction_base(flight_before, cwnd_before));
             self.mark_loss();
             self.ecn_recover = self.snd_max;
             self.send_cwr = true;
@@ -822,8 +831,10 @@ impl TcpSender {
         if self.ns2() {
             self.cc.on_timeout(now, self.ns2_flight(), true);
         } else {
-            let first = self.last_timeout_una != Some(self.snd_una);
-            self.cc.on_timeout(now, flight, first);
+            // (Linux reduces once per window: a timeout in fast recovery
+            // keeps the recovery's ssthresh, as tcp_enter_loss)
+            let first = self.last_timeout_una != Some(self.snd_una) && !(self.cfg.ssthresh_from_cwnd && self.in_recovery);
+            self.cc.on_timeout(now, self.reduction_base(flight, cwnd_before), first);
         }
         self.last_timeout_una = Some(self.snd_una);
         self.mark_loss();
@@ -965,7 +976,7 @@ impl TcpSender {
         // would set ssthresh far above what the path holds (BSD, Linux and
         // ns-2 halve the window).
         let flight = (self.snd_max - self.snd_una - self.limited_transmit_bytes).min(cwnd_before.max(2 * self.mss));
-        self.cc.on_congestion_event(now, flight);
+        self.cc.on_congestion_event(now, self.reduction_base(flight, cwnd_before));
         self.mark_loss();
         if self.cfg.recovery != Recovery::Reno {
             self.recover = Some(self.snd_max);
@@ -984,9 +995,9 @@ impl TcpSender {
                 self.inflation = 0;
                 self.high_rxt = self.snd_una;
                 self.snd_nxt = self.snd_max;
-                let outstanding = self.snd_max - self.snd_una;
+                let recover_fs = self.reduction_base(self.snd_max - self.snd_una, cwnd_before);
                 if let Some(prr) = self.prr.as_deref_mut() {
-                    *prr = Prr::start(outstanding);
+                    *prr = Prr::start(recover_fs);
                 }
             }
         }
@@ -1235,7 +1246,10 @@ impl TcpSender {
                 Some(left) => timeout = Some(timeout.map_or(left, |t: Time| t.max(left))),
             }
         }
-        rack.deadline = timeout.map(|t| now + t);
+        rack.deadline = timeout.map(|t| match self.cfg.timer_tick {
+            0 => now + t,
+            tick => tick_deadline(now, t + LINUX_TIMER_SLACK, tick), // tcp_rack_mark_lost
+        });
         if let Some(r) = self.rate.as_deref_mut() {
             r.ack_lost += lost_bytes;
         }
@@ -1289,13 +1303,17 @@ impl TcpSender {
         let flight = self.snd_max - self.snd_una;
         let (in_loss_recovery, srtt, rto_deadline, mss) =
             (self.in_loss_recovery(), self.rtt.srtt(), self.rto_deadline, self.mss);
+        let (tick, rto_min) = (self.cfg.timer_tick, self.cfg.rto_min);
         let Some(tlp) = self.tlp.as_deref_mut() else {
             return;
         };
         let armed = flight > 0 && !in_loss_recovery && tlp.outstanding.is_none();
         tlp.deadline = armed.then(|| {
             let rto_left = rto_deadline.map(|d| d.saturating_sub(now));
-            now + Tlp::timeout(srtt, flight <= mss, rto_left)
+            match tick {
+                0 => now + Tlp::timeout(srtt, flight <= mss, rto_left),
+                tick => tick_deadline(now, Tlp::linux_timeout(srtt, flight <= mss, rto_min, rto_left), tick),
+            }
         });
     }
 
@@ -1354,7 +1372,7 @@ impl TcpSender {
         }
         if retransmission && ack > end && !self.in_recovery {
             let cwnd_before = self.cwnd();
-            self.cc.on_congestion_event(now, flight_before);
+            self.cc.on_congestion_event(now, self.reduction_base(flight_before, cwnd_before));
             self.mark_loss();
             self.record(now, "tlp_recovery", flight_before, cwnd_before);
         }

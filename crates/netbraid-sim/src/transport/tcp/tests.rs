@@ -909,3 +909,66 @@ fn pacing_sends_bursts_of_the_given_size() {
         assert_eq!(w[1].0 - w[0].0, 4 * MILLISECOND, "{sends:?}");
     }
 }
+
+/// Linux computes ssthresh from the window (`tcp_reno_ssthresh`: cwnd / 2),
+/// the RFCs from FlightSize (RFC 5681: FlightSize / 2). An application that
+/// keeps only six segments in flight under a window of ten tells them apart.
+#[test]
+fn linux_halves_the_window_where_the_rfcs_halve_the_flight() {
+    let run = |from_cwnd: bool| {
+        let mut s = TcpSender::from_config(TcpConfig {
+            mss: MSS as u32,
+            initial_window: 10,
+            recovery: Recovery::Sack,
+            limited_transmit: false,
+            ssthresh_from_cwnd: from_cwnd,
+            ..TcpConfig::default()
+        })
+        .unwrap();
+        let mut out = Vec::new();
+        s.write_all(0, Some(6 * MSS), &mut out);
+        assert_eq!((s.flight_size(), s.cwnd()), (6 * MSS, 10 * MSS));
+        // segment 0 lost; 1, 2 and 3 arrive: the third duplicate ACK
+        for k in 2..=4 {
+            sack_ack(&mut s, 100 * MILLISECOND, 0, &[(MSS, k * MSS)], &mut out);
+        }
+        s.ssthresh()
+    };
+    assert_eq!(run(false), 3 * MSS, "RFC 5681: FlightSize / 2");
+    assert_eq!(run(true), 5 * MSS, "Linux: cwnd / 2");
+}
+
+/// Linux reduces once per window of data: a timeout while fast recovery is
+/// still repairing that window keeps the recovery's ssthresh
+/// (`tcp_enter_loss`: "Reduce ssthresh if it has not yet been made inside
+/// this window") instead of halving the recovery's window again; the RFCs
+/// take half the flight at the timeout (RFC 5681 §3.1).
+#[test]
+fn a_timeout_in_fast_recovery_keeps_linux_ssthresh() {
+    let run = |from_cwnd: bool| {
+        let mut s = TcpSender::from_config(TcpConfig {
+            mss: MSS as u32,
+            initial_window: 10,
+            recovery: Recovery::Sack,
+            limited_transmit: false,
+            ssthresh_from_cwnd: from_cwnd,
+            ..TcpConfig::default()
+        })
+        .unwrap();
+        let mut out = Vec::new();
+        s.write_all(0, None, &mut out);
+        for k in 2..=4 {
+            sack_ack(&mut s, 100 * MILLISECOND, 0, &[(MSS, k * MSS)], &mut out);
+        }
+        let (in_recovery, cwnd, flight) = (s.ssthresh(), s.cwnd(), s.flight_size());
+        let rto = s.poll_at().unwrap();
+        s.on_timer(rto, &mut out);
+        (in_recovery, cwnd, flight, s.ssthresh())
+    };
+    let (in_recovery, cwnd, _, after) = run(true);
+    assert_eq!(in_recovery, 5 * MSS, "ten segments' window halved");
+    assert!(cwnd / 2 < in_recovery, "halving the recovery's window again would lower it");
+    assert_eq!(after, in_recovery, "Linux: the recovery's ssthresh stays");
+    let (_, _, flight, after) = run(false);
+    assert_eq!(after, flight / 2, "RFC 5681: FlightSize / 2 at the timeout");
+}
