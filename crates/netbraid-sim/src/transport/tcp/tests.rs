@@ -910,28 +910,38 @@ fn pacing_sends_bursts_of_the_given_size() {
     }
 }
 
+/// An IW10 SACK sender without limited transmit; `from_cwnd` as Linux
+/// computes ssthresh.
+fn iw10_sack_sender(from_cwnd: bool) -> TcpSender {
+    TcpSender::from_config(TcpConfig {
+        mss: MSS as u32,
+        initial_window: 10,
+        recovery: Recovery::Sack,
+        limited_transmit: false,
+        ssthresh_from_cwnd: from_cwnd,
+        ..TcpConfig::default()
+    })
+    .unwrap()
+}
+
+/// Segment 0 lost; 1, 2 and 3 arrive: the third duplicate ACK.
+fn third_dupack_for_segment_0(s: &mut TcpSender, out: &mut Vec<Transmit>) {
+    for k in 2..=4 {
+        sack_ack(s, 100 * MILLISECOND, 0, &[(MSS, k * MSS)], out);
+    }
+}
+
 /// Linux computes ssthresh from the window (`tcp_reno_ssthresh`: cwnd / 2),
 /// the RFCs from FlightSize (RFC 5681: FlightSize / 2). An application that
 /// keeps only six segments in flight under a window of ten tells them apart.
 #[test]
 fn linux_halves_the_window_where_the_rfcs_halve_the_flight() {
     let run = |from_cwnd: bool| {
-        let mut s = TcpSender::from_config(TcpConfig {
-            mss: MSS as u32,
-            initial_window: 10,
-            recovery: Recovery::Sack,
-            limited_transmit: false,
-            ssthresh_from_cwnd: from_cwnd,
-            ..TcpConfig::default()
-        })
-        .unwrap();
+        let mut s = iw10_sack_sender(from_cwnd);
         let mut out = Vec::new();
         s.write_all(0, Some(6 * MSS), &mut out);
         assert_eq!((s.flight_size(), s.cwnd()), (6 * MSS, 10 * MSS));
-        // segment 0 lost; 1, 2 and 3 arrive: the third duplicate ACK
-        for k in 2..=4 {
-            sack_ack(&mut s, 100 * MILLISECOND, 0, &[(MSS, k * MSS)], &mut out);
-        }
+        third_dupack_for_segment_0(&mut s, &mut out);
         s.ssthresh()
     };
     assert_eq!(run(false), 3 * MSS, "RFC 5681: FlightSize / 2");
@@ -946,20 +956,10 @@ fn linux_halves_the_window_where_the_rfcs_halve_the_flight() {
 #[test]
 fn a_timeout_in_fast_recovery_keeps_linux_ssthresh() {
     let run = |from_cwnd: bool| {
-        let mut s = TcpSender::from_config(TcpConfig {
-            mss: MSS as u32,
-            initial_window: 10,
-            recovery: Recovery::Sack,
-            limited_transmit: false,
-            ssthresh_from_cwnd: from_cwnd,
-            ..TcpConfig::default()
-        })
-        .unwrap();
+        let mut s = iw10_sack_sender(from_cwnd);
         let mut out = Vec::new();
         s.write_all(0, None, &mut out);
-        for k in 2..=4 {
-            sack_ack(&mut s, 100 * MILLISECOND, 0, &[(MSS, k * MSS)], &mut out);
-        }
+        third_dupack_for_segment_0(&mut s, &mut out);
         let (in_recovery, cwnd, flight) = (s.ssthresh(), s.cwnd(), s.flight_size());
         let rto = s.poll_at().unwrap();
         s.on_timer(rto, &mut out);
