@@ -64,11 +64,13 @@ def loss_list(loss: float, seconds: float, seed: int) -> list[int]:
     if loss <= 0:
         return []
     rng = random.Random(f"hstcp-losses/{loss:g}/{seconds:g}/{seed}")
-    bound, out = math.ceil(PACKETS_PER_S * seconds), []
-    i = int(math.log(1.0 - rng.random()) / math.log1p(-loss))
+    def gap() -> int:  # packets delivered before the next loss
+        return int(math.log(1.0 - rng.random()) / math.log1p(-loss))
+
+    bound, out, i = math.ceil(PACKETS_PER_S * seconds), [], gap()
     while i < bound:
         out.append(i)
-        i += 1 + int(math.log(1.0 - rng.random()) / math.log1p(-loss))
+        i += 1 + gap()
     return out
 
 

@@ -24,6 +24,9 @@ pub const WORST_CASE_DELAYED_ACK: Time = 200 * MILLISECOND;
 /// RFC 8985 sets none. Without it a 0.1 ms round trip would probe after
 /// 0.2 ms of silence.
 pub const MIN_PROBE_TIMEOUT: Time = 10 * MILLISECOND;
+/// The probe timeout before any RTT sample (RFC 8985 §7.2; Linux's
+/// TCP_TIMEOUT_INIT).
+pub const PROBE_TIMEOUT_WITHOUT_RTT: Time = 1000 * MILLISECOND;
 
 /// Linux's slack on its RACK reordering timer and on a probe timeout of
 /// more than one segment (`TCP_TIMEOUT_MIN_US`, 2 ms), added before the
@@ -155,7 +158,7 @@ impl Tlp {
         let pto = match srtt {
             Some(s) if one_segment_in_flight => 2 * s + WORST_CASE_DELAYED_ACK,
             Some(s) => 2 * s,
-            None => 1000 * MILLISECOND,
+            None => PROBE_TIMEOUT_WITHOUT_RTT,
         };
         let pto = pto.max(MIN_PROBE_TIMEOUT);
         rto_left.map_or(pto, |r| pto.min(r))
@@ -169,7 +172,7 @@ impl Tlp {
         let pto = match srtt {
             Some(s) if one_segment_in_flight => 2 * s + rto_min,
             Some(s) => 2 * s + LINUX_TIMER_SLACK,
-            None => 1000 * MILLISECOND,
+            None => PROBE_TIMEOUT_WITHOUT_RTT,
         };
         rto_left.map_or(pto, |r| pto.min(r))
     }
