@@ -36,6 +36,10 @@ struct Maps {
     /// segments go out in order, so the next is found there or just after,
     /// without a search through a queue that may be thousands long.
     cursor: usize,
+    /// A copy of the map the last lookup hit (maps never change, so the copy
+    /// stays true after its map is dropped): most lookups end here, without
+    /// the queue's index arithmetic.
+    last: Option<Map>,
 }
 
 impl Maps {
@@ -48,6 +52,15 @@ impl Maps {
             self.maps.pop_front();
             self.popped += 1;
         }
+    }
+    /// The data sequence number of subflow byte `seq`.
+    fn dsn(&mut self, seq: u64) -> u64 {
+        if let Some(m) = self.last.filter(|m| m.ssn <= seq && seq < m.ssn + m.len) {
+            return m.dsn + (seq - m.ssn);
+        }
+        let m = *self.find(seq);
+        self.last = Some(m);
+        m.dsn + (seq - m.ssn)
     }
     /// The map holding subflow byte `seq`.
     fn find(&mut self, seq: u64) -> &Map {
@@ -159,6 +172,11 @@ pub struct MptcpSender {
     /// in SACK recovery).
     cands: Vec<Candidate>,
     refresh: Vec<bool>,
+    /// Per subflow: found with no send memory free, and unchanged since
+    /// (`mark` undoes it). The scheduler asks whether some subflow has send
+    /// memory free after every ACK, and between two asks one subflow
+    /// changes, so only that one is looked at again.
+    full: Vec<bool>,
 }
 
 impl MptcpSender {
@@ -214,6 +232,7 @@ impl MptcpSender {
             views: Vec::new(),
             cands: Vec::new(),
             refresh: vec![true; n],
+            full: vec![false; n],
         }
     }
 
@@ -343,9 +362,11 @@ impl MptcpSender {
     /// Subflow `i` changed: the scheduler looks at it again.
     fn mark(&mut self, i: usize) {
         self.refresh[i] = true;
+        self.full[i] = false;
     }
     fn mark_all(&mut self) {
         self.refresh.fill(true);
+        self.full.fill(false);
     }
 
     /// Subflow `i`'s next timer: its join's retransmission while it joins,
@@ -366,7 +387,7 @@ impl MptcpSender {
         if self.scheduler == Scheduler::Default
             && self.reinject.is_empty()
             && !(self.opportunistic_retransmission || self.penalisation)
-            && !(self.has_new_chunk() && self.memory_free(&self.cands))
+            && !(self.has_new_chunk() && self.memory_free())
         {
             return;
         }
@@ -423,12 +444,22 @@ impl MptcpSender {
     /// Whether some usable subflow has send memory free (the test the default
     /// scheduler's pick starts with), from the view where it is up to date
     /// and from the subflow itself where it is not.
-    fn memory_free(&self, cands: &[Candidate]) -> bool {
-        if cands.len() != self.subflows.len() {
+    fn memory_free(&mut self) -> bool {
+        if self.cands.len() != self.subflows.len() {
             return true; // no view yet: build it
         }
         // (a plain loop, the stale view's test first: this runs on every ACK)
-        for (k, c) in cands.iter().enumerate() {
+        for (k, c) in self.cands.iter().enumerate() {
+            if self.full[k] {
+                debug_assert!(
+                    {
+                        let t = &self.subflows[k].tcp;
+                        t.flight_size() + t.unsent() >= self.queue_limit(t.cwnd()) || !self.usable(k)
+                    },
+                    "subflow {k} changed unmarked"
+                );
+                continue; // found full, and unchanged since
+            }
             let free = if !self.refresh[k] {
                 c.usable && c.queued < c.limit
             } else {
@@ -438,6 +469,7 @@ impl MptcpSender {
             if free {
                 return true;
             }
+            self.full[k] = true;
         }
         false
     }
@@ -654,14 +686,14 @@ impl MptcpSender {
             if let Body::Tcp(seg) = &mut tx.body {
                 let dss = if seg.len > 0 {
                     // new data is in the chunk just written; a retransmission is searched for
-                    let m = maps.find(seg.seq);
                     debug_assert!(
-                        m.ssn <= seg.seq && seg.seq + seg.len as u64 <= m.ssn + m.len,
+                        {
+                            let m = maps.find(seg.seq);
+                            m.ssn <= seg.seq && seg.seq + seg.len as u64 <= m.ssn + m.len
+                        },
                         "every segment lies in one mapped chunk"
                     );
-                    Dss::Mapping {
-                        dsn: m.dsn + (seg.seq - m.ssn),
-                    }
+                    Dss::Mapping { dsn: maps.dsn(seg.seq) }
                 } else {
                     Dss::DataAck(0)
                 };
@@ -693,6 +725,7 @@ impl MptcpSender {
             ect: false,
             ext: Some(Box::new(Ext::MptcpHandshake(join))),
         });
+        self.mark(i);
         self.subflows[i].join = Join::Sent {
             packet,
             deadline: now + rto,
