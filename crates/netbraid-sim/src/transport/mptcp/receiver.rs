@@ -181,6 +181,7 @@ impl MptcpReceiver {
     /// Forget subflow mappings whose data the connection already has (a copy
     /// came on another subflow): they would only be dropped as duplicates
     /// when their subflow's hole fills — if it ever does (a dead path).
+    #[cold]
     fn purge_pending(&mut self) {
         let (ack, ooo) = (self.data_ack, &self.out_of_order);
         let mut gone = Vec::new();
@@ -197,6 +198,30 @@ impl MptcpReceiver {
             self.unpend(dsn, len);
         }
         self.pending_obsolete = false;
+    }
+
+    /// Subflow `i` holds mapping `m` above a hole in its sequence.
+    /// (Out of line, as `release`: the hot path is the in-order one, and
+    /// kept small it stays in the instruction cache beside TCP's.)
+    #[inline(never)]
+    fn hold(&mut self, i: usize, m: Mapping) {
+        if let Some((dsn, len)) = self.subflows[i].pending.insert(m.ssn, (m.dsn, m.len as u64)) {
+            self.unpend(dsn, len); // the same segment again
+        }
+        self.pend(m.dsn, m.len as u64);
+    }
+
+    /// Subflow `i`'s hole filled up to `after`: its pending mappings below
+    /// move to the connection.
+    #[inline(never)]
+    fn release(&mut self, i: usize, after: u64) {
+        let sub = &mut self.subflows[i];
+        let rest = sub.pending.split_off(&after);
+        let ready = std::mem::replace(&mut sub.pending, rest);
+        for (dsn, len) in ready.into_values() {
+            self.unpend(dsn, len);
+            self.deliver(i, dsn, len);
+        }
     }
 
     /// A subflow holds data [dsn, dsn + len) pending.
@@ -263,6 +288,7 @@ impl MptcpReceiver {
         }
     }
 
+    #[cold]
     fn answer_join(&mut self, i: usize, packet: u8, out: &mut Outbox) {
         let (flags, join) = if packet == 1 {
             (
@@ -328,10 +354,7 @@ impl StreamReceiver for MptcpReceiver {
             other => other,
         };
         if let Some(m) = held_back {
-            if let Some((dsn, len)) = self.subflows[i].pending.insert(m.ssn, (m.dsn, m.len as u64)) {
-                self.unpend(dsn, len); // the same segment again
-            }
-            self.pend(m.dsn, m.len as u64);
+            self.hold(i, m);
         }
         let sub = &mut self.subflows[i];
         let from = out.len();
@@ -342,12 +365,7 @@ impl StreamReceiver for MptcpReceiver {
             if let Some(m) = direct {
                 self.deliver(i, m.dsn, m.len as u64);
             } else if !sub.pending.is_empty() {
-                let rest = sub.pending.split_off(&after);
-                let ready = std::mem::replace(&mut sub.pending, rest);
-                for (dsn, len) in ready.into_values() {
-                    self.unpend(dsn, len);
-                    self.deliver(i, dsn, len);
-                }
+                self.release(i, after);
             }
             if self.purge_due() {
                 self.purge_pending();

@@ -494,6 +494,7 @@ impl MptcpSender {
 
     /// The redundant scheduler: every subflow with room takes the oldest chunk
     /// not yet DATA_ACKed that it has not carried, or new data; lowest RTT first.
+    #[inline(never)] // (out of the default scheduler's path: see `MptcpReceiver::hold`)
     fn push_redundant(&mut self, now: Time, out: &mut Outbox) {
         let n = self.subflows.len();
         let backups_only = !(0..n).any(|i| self.usable(i) && !self.subflows[i].backup);
@@ -543,6 +544,7 @@ impl MptcpSender {
     /// by another subflow, goes again on `s` if `s` has not carried it and
     /// the other subflow is slow to deliver it (cwnd ≤ 4 segments or srtt >
     /// 4 × s's); and, at most once per s's srtt, that subflow is penalised.
+    #[inline(never)] // (out of the default scheduler's path: see `MptcpReceiver::hold`)
     fn optimise_receive_buffer(&mut self, now: Time, cands: &[Candidate], out: &mut Outbox) {
         let Some((s, _)) = self.scheduler.pick(cands, self.last_pick, None) else {
             return;
@@ -705,6 +707,7 @@ impl MptcpSender {
 
     // ---- joins -------------------------------------------------------------
 
+    #[cold]
     fn send_join(&mut self, now: Time, i: usize, packet: u8, rto: Time, resent: bool, out: &mut Outbox) {
         let flags = if packet == 1 { tcp_flags::SYN } else { tcp_flags::ACK };
         let join = MptcpHandshake::Join { packet };
@@ -736,6 +739,7 @@ impl MptcpSender {
     }
 
     /// The connection is established: every other subflow starts its join.
+    #[cold]
     fn establish(&mut self, now: Time, out: &mut Outbox) {
         self.established = true;
         for i in 1..self.subflows.len() {
@@ -744,6 +748,7 @@ impl MptcpSender {
     }
 
     /// A handshake packet for subflow `i`; true if it was one.
+    #[cold]
     fn on_join_packet(
         &mut self,
         now: Time,
@@ -841,6 +846,7 @@ impl MptcpSender {
     /// (`__mptcp_retrans`): count subflows that hold data and hear nothing
     /// towards staleness, then send the data at DATA_ACK again on a subflow
     /// with nothing outstanding.
+    #[cold]
     fn on_retransmit_timer(&mut self, now: Time, out: &mut Outbox) {
         self.rtx_deadline = None;
         if self.data_una >= self.data_nxt {
@@ -880,6 +886,7 @@ impl MptcpSender {
 
     /// Subflow `i` timed out: its data not yet DATA_ACKed goes again on
     /// another subflow (again, if an earlier copy went to one that failed too).
+    #[cold]
     fn reinject_from(&mut self, i: usize) {
         // (the redundant scheduler sends everything on every subflow anyway)
         if self.scheduler == Scheduler::Redundant || self.subflows.iter().filter(|s| s.join == Join::Active).count() < 2
