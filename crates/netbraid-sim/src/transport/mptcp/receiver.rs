@@ -201,8 +201,9 @@ impl MptcpReceiver {
     }
 
     /// Subflow `i` holds mapping `m` above a hole in its sequence.
-    /// (Out of line, as `release`: the hot path is the in-order one, and
-    /// kept small it stays in the instruction cache beside TCP's.)
+    /// (Out of line, as `release`: rare beside the in-order path, which is
+    /// kept small — MPTCP's per-packet code is about the size of the L1
+    /// instruction cache, bench/RESULTS.md.)
     #[inline(never)]
     fn hold(&mut self, i: usize, m: Mapping) {
         if let Some((dsn, len)) = self.subflows[i].pending.insert(m.ssn, (m.dsn, m.len as u64)) {
