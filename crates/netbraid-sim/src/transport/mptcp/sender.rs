@@ -30,15 +30,10 @@ struct Map {
 #[derive(Default)]
 struct Maps {
     maps: VecDeque<Map>,
-    /// Maps dropped from the front so far.
-    popped: usize,
-    /// Where the last lookup hit (counted from the first map ever): new
-    /// segments go out in order, so the next is found there or just after,
-    /// without a search through a queue that may be thousands long.
-    cursor: usize,
     /// A copy of the map the last lookup hit (maps never change, so the copy
-    /// stays true after its map is dropped): most lookups end here, without
-    /// the queue's index arithmetic.
+    /// stays true after its map is dropped): segments go out in order, so
+    /// most lookups end here, and only the first segment of each map, or a
+    /// retransmission, searches the queue.
     last: Option<Map>,
 }
 
@@ -50,7 +45,6 @@ impl Maps {
     fn drop_acked(&mut self, una: u64) {
         while self.maps.front().is_some_and(|m| m.ssn + m.len <= una) {
             self.maps.pop_front();
-            self.popped += 1;
         }
     }
     /// The data sequence number of subflow byte `seq`.
@@ -58,23 +52,13 @@ impl Maps {
         if let Some(m) = self.last.filter(|m| m.ssn <= seq && seq < m.ssn + m.len) {
             return m.dsn + (seq - m.ssn);
         }
-        let m = *self.find(seq);
+        let m = self.find(seq);
         self.last = Some(m);
         m.dsn + (seq - m.ssn)
     }
     /// The map holding subflow byte `seq`.
-    fn find(&mut self, seq: u64) -> &Map {
-        let k = self.cursor.saturating_sub(self.popped);
-        let holds = |m: &Map| m.ssn <= seq && seq < m.ssn + m.len;
-        let k = if self.maps.get(k).is_some_and(holds) {
-            k
-        } else if self.maps.get(k + 1).is_some_and(holds) {
-            k + 1
-        } else {
-            self.maps.partition_point(|m| m.ssn + m.len <= seq)
-        };
-        self.cursor = self.popped + k;
-        &self.maps[k]
+    fn find(&self, seq: u64) -> Map {
+        self.maps[self.maps.partition_point(|m| m.ssn + m.len <= seq)]
     }
     fn iter(&self) -> impl Iterator<Item = &Map> {
         self.maps.iter()
@@ -451,20 +435,13 @@ impl MptcpSender {
         // (a plain loop, the stale view's test first: this runs on every ACK)
         for (k, c) in self.cands.iter().enumerate() {
             if self.full[k] {
-                debug_assert!(
-                    {
-                        let t = &self.subflows[k].tcp;
-                        t.flight_size() + t.unsent() >= self.queue_limit(t.cwnd()) || !self.usable(k)
-                    },
-                    "subflow {k} changed unmarked"
-                );
+                debug_assert!(!self.has_memory_free(k), "subflow {k} changed unmarked");
                 continue; // found full, and unchanged since
             }
             let free = if !self.refresh[k] {
                 c.usable && c.queued < c.limit
             } else {
-                let t = &self.subflows[k].tcp;
-                t.flight_size() + t.unsent() < self.queue_limit(t.cwnd()) && self.usable(k)
+                self.has_memory_free(k)
             };
             if free {
                 return true;
@@ -472,6 +449,12 @@ impl MptcpSender {
             self.full[k] = true;
         }
         false
+    }
+
+    /// Subflow `k` is usable and holds less than Linux lets it queue.
+    fn has_memory_free(&self, k: usize) -> bool {
+        let t = &self.subflows[k].tcp;
+        t.flight_size() + t.unsent() < self.queue_limit(t.cwnd()) && self.usable(k)
     }
 
     /// Bring the scheduler's view up to date: the marked subflows (all of
