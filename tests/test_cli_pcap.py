@@ -119,3 +119,12 @@ def test_json_output_is_identical_for_the_same_seed():
     assert first == again
     loss = lambda d: [(l["name"], l["loss_drops"]) for l in d["links"]]
     assert loss(first) != loss(other)
+
+
+def test_pcap_on_emu_is_refused_from_python_too(tmp_path):
+    # The CLI refused it; the Python API used to write an empty capture
+    # (the file header only) and run on: the kernel's packets are tcpdump's.
+    s = nb.load_scenario(DUMBBELL)
+    with pytest.raises(nb.ScenarioError, match=r"--pcap: captures are made by the simulator; on emu use tcpdump"):
+        nb.resolve(s, pcap=[("r1->r2", str(tmp_path / "x.pcap"))], backend="emu")
+    assert not (tmp_path / "x.pcap").exists()

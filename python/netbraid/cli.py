@@ -23,7 +23,7 @@ from .experiment import (ExperimentError, Interrupted, execute, execute_tables, 
 from .lifetime import install_stop_handlers, stop_exit_code
 from .stats import clip_to_range, interval_text, mean_ci
 from .tidy import paths_of
-from .resolve import resolve
+from .resolve import PCAP_ON_EMU, resolve
 from .errors import DirectoryError
 from .results_dir import DirectoryLock, check_run_directory, describe_kind, listed, made_by, remove_results, write_run
 from .scenario_io import load_scenario
@@ -160,7 +160,7 @@ def run(
     if backend not in ("sim", "emu"):
         fail(ScenarioError(f"--backend: {backend!r} is not a backend (allowed: sim, emu)"))
     if backend == "emu" and pcap:
-        fail(ScenarioError("--pcap: captures are made by the simulator; on emu use tcpdump in the namespaces"))
+        fail(ScenarioError(PCAP_ON_EMU))
     if seed is not None and not 0 <= seed < 2**64:
         fail(ScenarioError(f"--seed: {seed} is out of range (allowed: 0 to 2^64-1)"))
     if reps < 1 or max_reps < 1:

@@ -203,6 +203,8 @@ def tcp_problem(cfg: dict[str, Any], field: str, controller: bool) -> str | None
 
 
 BACKENDS = ("sim", "emu")
+#: Captures are the simulator's (its pcap writer); the kernel's packets are tcpdump's.
+PCAP_ON_EMU = "--pcap: captures are made by the simulator; on emu use tcpdump in the namespaces"
 
 
 def check_tcp(cfg: dict[str, Any], where: str, *, flow_sets_tcp: bool, scenario_tcp, controller: bool) -> None:
@@ -611,6 +613,8 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
 
     # captures
     pcaps = []
+    if backend == "emu" and pcap:
+        problems.append(PCAP_ON_EMU)
     channel_names = {name: ch for ch, name in enumerate(direction_names([n["name"] for n in nodes], links))}
     for direction, path in pcap or []:
         if direction not in channel_names:
