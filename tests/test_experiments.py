@@ -84,6 +84,39 @@ def test_sequential_mode_stops_when_precise_enough():
     assert n >= 3
 
 
+def test_sequential_mode_writes_the_directory_replications_write(tmp_path):
+    # --until --out used to keep only the run table: no links, no series,
+    # no manifest, so `plot`, `report` and nb.load found less than --reps gives
+    out = tmp_path / "u"
+    s = lossy_cbr(0.05, duration="2s")
+    path = tmp_path / "s.toml"
+    path.write_text(s.to_toml())
+    r = subprocess.run(["netbraid", "run", str(path), "--until", "0.5", "--max-reps", "8", "--set",
+                        "measure.interval=500ms", "--out", str(out), "--json"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    n = doc["until"]["replications"]
+    assert doc["until"]["reached"] and 3 <= n <= 8 and "links" in doc
+    res = nb.load(out)
+    assert res.flows["run_id"].nunique() == n
+    assert len(res.links) > 0 and len(res.series) > 0
+    assert (out / "manifest.json").exists() and len((out / "journal.jsonl").read_text().splitlines()) == n
+
+
+def test_sequential_mode_says_when_it_stops_short_of_the_target(tmp_path):
+    # 3 replications of a 1 s lossy stream cannot pin goodput to ±0.1 %
+    with pytest.warns(UserWarning, match=r"until=0.001 not reached: after max_reps=3 replications"):
+        runs = nb.run(lossy_cbr(0.05), until=0.001, max_reps=3)
+    assert runs.attrs["until"]["reached"] is False and runs["rep"].nunique() == 3
+    path = tmp_path / "s.toml"
+    path.write_text(lossy_cbr(0.05).to_toml())
+    r = subprocess.run(["netbraid", "run", str(path), "--until", "0.001", "--max-reps", "3"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "warning: --until 0.001 not reached: after 3 replications" in r.stderr
+
+
 def test_sweep_returns_a_tidy_dataframe(tmp_path):
     df = nb.sweep(DUMBBELL, grid={"links.1.rate": ["5Mbps", "10Mbps"]}, zip={"tcp.cc": ["reno"], "seed": [3]},
                   reps=2, overrides=["duration=15s"], workers=2)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +71,9 @@ def run(
 
     With ``until`` (e.g. 0.05), replications are added in batches until the
     95 % interval of ``metric`` is within ±until × mean for every flow, or
-    ``max_reps`` is reached (sequential mode). Replication r uses seed
+    ``max_reps`` is reached (sequential mode; a warning says when the
+    target was not reached, and ``df.attrs["until"]`` holds whether it
+    was and the widest interval). Replication r uses seed
     (seed or the scenario's) + r. Time series, if sampled, are in
     ``df.attrs["series"]``; per link direction, ``df.attrs["links"]`` and
     ``df.attrs["link_series"]``."""
@@ -81,8 +84,13 @@ def run(
         return _with_tables(execute_tables(make_plan(s, reps=reps, seed=seed), workers=workers,
                                            progress=interactive() if progress is None else progress,
                                            label=f"{s.name}: replications"))
-    runs, series = replicate_until(s, until, max_reps=max_reps, reps=reps, seed=seed, workers=workers, metric=metric)
-    runs.attrs["series"] = series
+    seq = replicate_until(s, until, max_reps=max_reps, reps=reps, seed=seed, workers=workers, metric=metric)
+    if not seq.reached:
+        warnings.warn(f"until={until:g} not reached: after max_reps={max_reps} replications the widest {metric} "
+                      f"interval is ±{100 * seq.widest:.1f} % of the mean"
+                      + (f" (flow {seq.widest_flow})" if seq.widest_flow else ""), stacklevel=2)
+    runs = _with_tables(seq.tables)
+    runs.attrs["until"] = {"target": until, "reached": seq.reached, "widest": seq.widest}
     return runs
 
 

@@ -24,8 +24,7 @@ from .lifetime import install_stop_handlers, stop_exit_code
 from .stats import clip_to_range, interval_text, mean_ci
 from .tidy import paths_of
 from .resolve import PCAP_ON_EMU, resolve
-from .errors import DirectoryError
-from .results_dir import DirectoryLock, check_run_directory, describe_kind, listed, made_by, remove_results, write_run
+from .results_dir import DirectoryLock, check_run_directory, write_run
 from .scenario_io import load_scenario
 from .emu.netns import EmuError
 from .emu.platform import EmuUnavailable
@@ -213,7 +212,8 @@ def run_replications(scenario: Path, set_: list[str], seed: Optional[int], out: 
     if out is not None and out.exists() and not out.is_dir():
         fail(ScenarioError(f"--out: {out} exists and is not a directory"))
     if resume and until is not None:
-        fail(ScenarioError("--resume: continues a fixed number of replications (--reps N), not --until"))
+        fail(ScenarioError("--resume: continues a fixed number of replications, not --until (a directory --until "
+                           "wrote holds a plan of --max-reps replications: continue it with --reps MAX_REPS --resume)"))
     with errors_reported(os_error=lambda e: ExperimentError(f"--out: cannot write to {out}: {e.strerror or e}")):
         s = load_scenario(scenario, set_)
         warn_if_large(s, min(reps, workers or os.cpu_count() or 1))
@@ -224,23 +224,23 @@ def run_replications(scenario: Path, set_: list[str], seed: Optional[int], out: 
                                     label=f"{backend} runs" + (" (real time)" if backend == "emu" else ""))
             runs, links = tables.runs, tables.links
         else:
-            if out is not None:
-                _check_until_directory(out, overwrite)  # before the runs, not after them
-
             def report(done: int, widest: float) -> None:
                 if not quiet and not json_out:
                     err_console.print(f"{done} replications: widest goodput interval ±{100 * widest:.1f} % of the mean")
 
-            runs, _ = replicate_until(s, until, max_reps=max_reps, reps=reps, seed=seed, workers=workers, on_batch=report,
-                                      backend=backend)
-            links = None
-            if out is not None:
-                with DirectoryLock(out):
-                    _check_until_directory(out, overwrite)
-                    remove_results(out)
-                    runs.to_parquet(out / "runs.parquet", index=False)
-                    runs.to_csv(out / "runs.csv", index=False)
+            seq = replicate_until(s, until, max_reps=max_reps, reps=reps, seed=seed, workers=workers, on_batch=report,
+                                  backend=backend, out=out, overwrite=overwrite)
+            runs, links = seq.tables.runs, seq.tables.links
+            if not seq.reached:
+                n = runs["run_id"].nunique()
+                err_console.print(f"warning: --until {until:g} not reached: after {n} replications (--max-reps) the "
+                                  f"widest goodput interval is ±{100 * seq.widest:.1f} % of the mean"
+                                  + (f" (flow {seq.widest_flow})" if seq.widest_flow else "")
+                                  + "; the intervals below are wider than asked (raise --max-reps)")
     summary = replication_summary(runs, links)
+    if until is not None:
+        summary["until"] = {"target": until, "reached": seq.reached, "widest": seq.widest,
+                            "replications": int(runs["run_id"].nunique())}
     if json_out:
         sys.stdout.write(json_text(summary))
         return
@@ -251,15 +251,6 @@ def run_replications(scenario: Path, set_: list[str], seed: Optional[int], out: 
         err_console.print(IDENTICAL_NOTE)
     if out is not None:
         out_console.print(f"results written to {out}/")
-
-
-def _check_until_directory(out: Path, overwrite: bool) -> None:
-    """--until writes its table only at the end, into a directory that must
-    not hold anything else (there is no journal to continue)."""
-    kind = made_by(out)
-    if (kind is not None or listed(out)) and not overwrite:
-        held = f"the results of `{describe_kind(kind)}`" if kind else "files"
-        raise DirectoryError(f"--out: {out} already holds {held}; choose another --out, or pass --overwrite")
 
 
 REPORTED = ["throughput_bps", "goodput_bps", "loss_rate", "retransmits", "timeouts", "rtt_mean_s", "cwnd_mean_bytes"]

@@ -25,7 +25,7 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
@@ -455,12 +455,13 @@ def _execute(plan: Plan, out: Path | None, journal: Journal | None, workers: int
                 bar.update(job, advance=1, rate=f"{i / elapsed:.1f} runs/s" if elapsed > 0 else "")
     except KeyboardInterrupt:
         raise Interrupted(
-            f"interrupted: {len(done)} of {len(tasks)} runs are saved"
+            f"interrupted: {len(done)} of {len(set(done) | set(by_id))} runs are saved"
             + (f" in {out}; continue with --resume" if out is not None else "")
         ) from None
     except ExperimentError as e:
         raise ExperimentError(
-            f"{e}: {len(done)} of {len(tasks)} runs are saved" + (f" in {out}; continue with --resume" if out else "")
+            f"{e}: {len(done)} of {len(set(done) | set(by_id))} runs are saved"
+            + (f" in {out}; continue with --resume" if out else "")
         ) from None
     finally:
         close = getattr(results, "close", None)
@@ -472,30 +473,69 @@ def _execute(plan: Plan, out: Path | None, journal: Journal | None, workers: int
     return tables
 
 
+class MemoryJournal:
+    """A journal kept in memory, for runs without a results directory."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, dict[str, Any]] = {}
+
+    def read(self) -> dict[str, dict[str, Any]]:
+        return dict(self.records)
+
+    def append(self, record: dict[str, Any]) -> None:
+        self.records[record["run_id"]] = record
+
+
+class Sequential(NamedTuple):
+    """What sequential mode ran: every table of its runs, whether every
+    flow's interval reached the target, and the widest relative half-width
+    (with the flow it belongs to)."""
+
+    tables: Tables
+    reached: bool
+    widest: float
+    widest_flow: str
+
+
 def replicate_until(scenario: Scenario, until: float, *, max_reps: int = 100, reps: int = 3, seed: int | None = None,
                     workers: int | None = None, metric: str = "goodput_bps",
                     on_batch: Callable[[int, float], None] | None = None,
-                    backend: str = "sim") -> tuple[pd.DataFrame, pd.DataFrame]:
+                    backend: str = "sim", out: Path | None = None, overwrite: bool = False,
+                    command: list[str] | None = None) -> Sequential:
     """Sequential mode: add replications in batches (first `reps`, at least 3;
     then one per worker) until every flow's 95 % interval of `metric` has a
     half-width ≤ until × |mean|, or `max_reps` are done. `on_batch(done,
-    widest)` reports progress."""
+    widest)` reports progress. With `out`, every run is written there as it
+    finishes, as `--reps` writes them (journal, tables, series, manifest):
+    the directory is that of `max_reps` replications, of which the first
+    ones ran."""
     from .stats import relative_half_width
 
     if not until > 0:
         raise ScenarioError(f"until: {until} is not allowed (a positive fraction of the mean, e.g. 0.05)")
-    done, batch = 0, max(3, reps)
-    tables, series_parts = [], []
-    while True:
-        n = min(batch, max_reps - done)
-        runs, series = execute(make_plan(scenario, reps=n, seed=seed, first_rep=done, backend=backend), workers=workers)
-        tables.append(runs)
-        series_parts.append(series)
-        done += n
-        runs = pd.concat(tables, ignore_index=True)
-        widths = runs[runs["subflow"].isna()].groupby("flow", sort=False)[metric].agg(lambda v: relative_half_width(v.tolist()))
-        if on_batch:
-            on_batch(done, float(widths.max()))
-        if done >= max_reps or (widths <= until).all():
-            return runs, pd.concat(series_parts, ignore_index=True)
-        batch = workers or os.cpu_count() or 2
+    if max_reps < 1:
+        raise ScenarioError(f"max_reps: {max_reps} is not allowed (at least 1)")
+    full = make_plan(scenario, reps=max_reps, seed=seed, backend=backend)
+
+    def batches(journal: Any) -> Sequential:
+        done, batch = 0, max(3, reps)
+        while True:
+            n = min(batch, max_reps - done)
+            part = replace(full, reps=n, first_rep=done)
+            tables = _execute(part, out, journal, workers, None, False, None)
+            done += n
+            runs = tables.runs
+            widths = runs[runs["subflow"].isna()].groupby("flow", sort=False)[metric].agg(
+                lambda v: relative_half_width(v.tolist()))
+            if on_batch:
+                on_batch(done, float(widths.max()))
+            reached = bool((widths <= until).all())
+            if done >= max_reps or reached:
+                known = widths.dropna()
+                return Sequential(tables, reached, float(widths.max()), str(known.idxmax()) if len(known) else "")
+            batch = workers or os.cpu_count() or 2
+
+    if out is None:
+        return batches(MemoryJournal())
+    with DirectoryLock(out):
+        return batches(prepare_directory(out, full, False, command or sys.argv, "replications", overwrite))
