@@ -9,6 +9,8 @@ import subprocess
 
 import pytest
 
+import netbraid as nb
+
 from netbraid import simulate
 from netbraid.papers import p002
 
@@ -28,6 +30,15 @@ def test_quick_run_prints_figures_9_to_12_with_intervals(tmp_path):
     assert "±" in r.stdout
     for name in ("tables.md", "results.json", "fig9-10.png", "placement.png"):
         assert (tmp_path / name).exists(), name
+    # the paper's directory reads as one set of results: a part per
+    # configuration, each run once, and `report` takes it as it is
+    res = nb.load(tmp_path)
+    parts = {p.parent.name for p in tmp_path.glob("*/manifest.json")}
+    assert set(res.flows["part"]) == parts and res.axes[0] == "part"
+    journal_runs = sum(len((tmp_path / p / "journal.jsonl").read_text().splitlines()) for p in parts)
+    assert res.flows["run_id"].nunique() == journal_runs
+    rep = subprocess.run(["netbraid", "report", str(tmp_path)], capture_output=True, text=True, timeout=180)
+    assert rep.returncode == 0 and (tmp_path / "report" / "report.html").exists(), rep.stderr
 
 
 @pytest.mark.parametrize("case", list(p002.CASES))

@@ -92,10 +92,49 @@ def load(directory: str | Path) -> Results:
         series, links, link_series = read("series.parquet"), read("links.parquet"), read("link_series.parquet")
     elif (d / "result.json").exists():
         return _load_run(d)
+    elif parts := _parts(d):
+        return _load_parts(d, parts)
     else:
-        raise ExperimentError(f"{d} holds no results (no {JOURNAL}, runs.parquet or result.json); make them with "
-                              "netbraid run --out, run --reps --out or netbraid sweep --out")
+        raise ExperimentError(f"{d} holds no results (no {JOURNAL}, runs.parquet or result.json, here or in a "
+                              "directory below); make them with netbraid run --out, run --reps --out, "
+                              "netbraid sweep --out or netbraid paper --out")
     return Results(runs, links, series, link_series, manifest)
+
+
+def _parts(d: Path, depth: int = 3) -> list[Path]:
+    """The results directories below `d` (a paper's --out holds one per
+    configuration, some two levels down), in order of their paths."""
+    found = []
+    for sub in sorted(p for p in d.iterdir() if p.is_dir()):
+        if any((sub / f).exists() for f in (MANIFEST, JOURNAL, "runs.parquet", "result.json")):
+            found.append(sub)
+        elif depth > 1:
+            found += _parts(sub, depth - 1)
+    return found
+
+
+def _load_parts(d: Path, parts: list[Path]) -> Results:
+    """Several results directories as one: every row gets `part` (the
+    directory's path below `d`), the first axis, and run_ids are prefixed
+    with it so that runs of different parts stay apart."""
+    tables: dict[str, list[pd.DataFrame]] = {"flows": [], "links": [], "series": [], "link_series": []}
+    axes = ["part"]
+    for sub in parts:
+        r = load(sub)
+        name = sub.relative_to(d).as_posix()
+        axes += [a for a in r.axes if a not in axes]
+        for key, df in tables.items():
+            t = getattr(r, key)
+            if t.empty:
+                continue
+            t = t.copy()
+            if "run_id" in t:
+                t["run_id"] = name + "/" + t["run_id"].astype(str)
+            t.insert(0, "part", name)
+            df.append(t)
+    joined = {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame() for k, v in tables.items()}
+    return Results(joined["flows"], joined["links"], joined["series"], joined["link_series"],
+                   {"kind": "parts", "parts": [p.relative_to(d).as_posix() for p in parts], "axes": axes})
 
 
 def _load_run(d: Path) -> Results:
