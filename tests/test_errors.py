@@ -167,6 +167,31 @@ def test_validate_runs_the_engine_checks(tmp_path):
     assert r.returncode == 2 and "no route onward" in r.stderr
 
 
+def test_validate_checks_the_declared_sweep(tmp_path):
+    # it said "ok" and `sweep` then failed on the first bad axis
+    path = tmp_path / "s.toml"
+    path.write_text(textwrap.dedent(GOOD) + '\n[sweep]\ngrid = { "links.0.rate" = ["1Mbps", "2Mbs"] }\n')
+    r = netbraid("validate", str(path))
+    assert r.returncode == 2 and "2Mbs" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    path.write_text(textwrap.dedent(GOOD) + '\n[sweep]\ngrid = { "links.0.rate" = ["1Mbps", "2Mbps"] }\n')
+    r = netbraid("validate", str(path))
+    assert r.returncode == 0 and "[sweep]: 2 points" in r.stdout, r.stdout + r.stderr
+
+
+def test_an_axis_value_given_twice_is_refused(tmp_path):
+    # two equal points were shown as replications ("n = 2", "identical results")
+    path = tmp_path / "s.toml"
+    path.write_text(textwrap.dedent(GOOD))
+    r = netbraid("sweep", str(path), "--grid", "links.0.rate=1Mbps,1Mbps", "--out", str(tmp_path / "o"), "-q")
+    assert r.returncode == 2 and "lists '1Mbps' more than once" in r.stderr and "--reps" in r.stderr, r.stderr
+    import netbraid as nb
+
+    with pytest.raises(nb.ScenarioError, match=r"grid\['links.0.rate'\]: expected a list of values"):
+        nb.sweep(path, grid={"links.0.rate": "1Mbps"})
+    with pytest.raises(nb.ScenarioError, match=r"the axis 'links.0.rate' has no values"):
+        nb.sweep(path, grid={"links.0.rate": []})
+
+
 @pytest.mark.parametrize("args,words", [
     (["--out", "FILE"], ["--out", "not a directory"]),
     (["--out", "/proc/netbraid-nope"], ["--out", "cannot create"]),

@@ -143,6 +143,13 @@ def sweep_axes(s: Scenario, grid: dict[str, list[Any]], zip: dict[str, list[Any]
 
     declared_grid = dict(s.sweep.grid) if s.sweep else {}
     declared_zip = dict(s.sweep.zip) if s.sweep else {}
+    for option, given in (("grid", grid), ("zip", zip)):
+        if not isinstance(given, dict):
+            raise ScenarioError(f"{option}: expected a dict of path → list of values, got {type(given).__name__}")
+        for path, values in given.items():
+            if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
+                raise ScenarioError(f"{option}[{path!r}]: expected a list of values, e.g. [{values!r}], "
+                                    f"got {type(values).__name__}")
     declared_grid.update(grid)
     declared_zip.update(zip)
     for path in set(declared_grid) & set(declared_zip):

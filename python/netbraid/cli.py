@@ -787,9 +787,15 @@ def validate(
     """Check a scenario without running it."""
     from . import _sim
 
+    points = None
     try:
-        resolved = resolve(load_scenario(scenario, set_))
+        s = load_scenario(scenario, set_)
+        resolved = resolve(s)
         _sim.check_json(json.dumps(resolved))  # the engine's own checks (routes, loops), without running
+        if s.sweep is not None:  # the declared axes: every point resolves, as `sweep` checks before it runs
+            from .api import sweep_axes
+
+            points = len(make_plan(s, *sweep_axes(s, {}, {})).points)
     except ScenarioError as e:
         fail(e)
         return
@@ -799,6 +805,7 @@ def validate(
     out_console.print(
         f"[green]ok[/]: {len(resolved['nodes'])} nodes, {len(resolved['links'])} links, "
         f"{len(resolved['flows'])} flows, {resolved['duration_ns'] / 1e9:g} s"
+        + (f"; \\[sweep]: {points} points" if points is not None else "")
     )
 
 

@@ -137,6 +137,13 @@ def make_plan(scenario: Scenario, grid: Iterable[Axis] = (), zipped: Iterable[Ax
     for p in set(paths):
         if paths.count(p) > 1:
             raise ScenarioError(f"the axis {p!r} is given twice")
+    for a in zipped + grid:
+        if not a.values:
+            raise ScenarioError(f"the axis {a.path!r} has no values; give at least one")
+        twice = [v for i, v in enumerate(a.values) if v in a.values[:i]]
+        if twice:
+            raise ScenarioError(f"the axis {a.path!r} lists {twice[0]!r} more than once; each value is one point "
+                                "(for more runs of a point, use replications: --reps)")
     if zipped and len({len(a.values) for a in zipped}) > 1:
         lengths = ", ".join(f"{a.path} ({len(a.values)})" for a in zipped)
         raise ScenarioError(f"--zip axes must have the same number of values: {lengths}")
