@@ -72,3 +72,9 @@ def test_plot_draws_one_runs_time_series_and_names_what_exists(tmp_path):
     assert "Traceback" not in r.stderr
     r = netbraid("plot", str(out), "--what", "delay")
     assert r.returncode != 0 and "goodput, throughput, cwnd, rtt, queue" in r.stderr
+    # --out names the file and its format (it used to write FILE.png and FILE.svg whatever the name said)
+    r = netbraid("plot", str(out), "--out", str(tmp_path / "g.pdf"))
+    assert r.returncode == 0 and (tmp_path / "g.pdf").read_bytes()[:5] == b"%PDF-", r.stderr
+    assert not (tmp_path / "g.png").exists() and not (tmp_path / "g.svg").exists()
+    r = netbraid("plot", str(out), "--out", str(tmp_path / "g.jpg"))
+    assert r.returncode == 2 and "allowed: .png, .svg, .pdf" in r.stderr, r.stderr

@@ -417,12 +417,16 @@ def plot(
     flow: list[str] = typer.Option([], help="Only this flow (repeatable; its subflows or legs too). Default: every flow."),
     link: list[str] = typer.Option([], metavar="FROM->TO", help="For --what queue: only this link direction (repeatable)."),
     run_id: Optional[str] = typer.Option(None, "--run", help="Which run (its run_id; default: the first)."),
-    out: Optional[Path] = typer.Option(None, help="The PNG to write (default: DIRECTORY/plots/<what>-<run>.png)."),
+    out: Optional[Path] = typer.Option(None, help="The file to write, .png, .svg or .pdf (default: "
+                                       "DIRECTORY/plots/<what>-<run>.png and .svg)."),
 ) -> None:
     """Plot one run's time series (goodput, throughput, cwnd, RTT per flow and subflow, or queue lengths)."""
-    from .report import _over_time
+    from .report import PLOT_FORMATS, _over_time
     from .results import load
 
+    if out is not None and out.suffix.lower() not in PLOT_FORMATS:
+        fail(ScenarioError(f"--out: {out.name!r} names no picture format netbraid writes (allowed: "
+                           f"{', '.join(PLOT_FORMATS)}, e.g. --out {out.with_suffix('.png').name})"))
     if what not in SERIES_WHAT:
         fail(ScenarioError(f"--what: {what!r} is not one of {', '.join(SERIES_WHAT)}"))
     column, ylabel, scale = SERIES_WHAT[what]
@@ -462,7 +466,7 @@ def plot(
         target = out or directory / "plots" / f"{what}-{chosen}.png"
         target.parent.mkdir(parents=True, exist_ok=True)
         made = _over_time(lines, ylabel, f"{ylabel} over time (run {chosen}, seed {seed})", 1, target.parent,
-                          target.stem)
+                          target.stem, (".png", ".svg") if out is None else (out.suffix.lower(),))
     out_console.print(f"plot written to {made[0]}" + (f" and {made[1]}" if len(made) > 1 else ""))
 
 

@@ -160,11 +160,15 @@ def _legend(ax) -> None:
         ax.figure.set_size_inches(10.5, 4.6)
 
 
-def _save(fig, out: Path, stem: str) -> list[Path]:
+#: The picture formats a plot is written in when a file name gives one.
+PLOT_FORMATS = (".png", ".svg", ".pdf")
+
+
+def _save(fig, out: Path, stem: str, suffixes: tuple[str, ...] = (".png", ".svg")) -> list[Path]:
     import matplotlib.pyplot as plt
 
     fig.tight_layout()
-    paths = [out / f"{stem}.png", out / f"{stem}.svg"]
+    paths = [out / f"{stem}{s}" for s in suffixes]
     # the title travels with the picture: the HTML report's caption
     title = fig.axes[0].get_title() if fig.axes else stem
     for p in paths:
@@ -261,8 +265,8 @@ def _first_runs(runs: pd.DataFrame, axes: list[str]) -> Iterator[tuple[str, str]
 
 
 def _over_time(lines: Iterable[tuple[str, Any, Any]], ylabel: str, title: str, ncol: int, out: Path,
-               stem: str) -> list[Path]:
-    """One plot of (label, time, value) lines."""
+               stem: str, suffixes: tuple[str, ...] = (".png", ".svg")) -> list[Path]:
+    """One plot of (label, time, value) lines, in each of `suffixes`' formats."""
     fig, ax = _figure()
     for label, x, y in lines:
         ax.plot(x, y, label=label, linewidth=1.2)
@@ -271,7 +275,7 @@ def _over_time(lines: Iterable[tuple[str, Any, Any]], ylabel: str, title: str, n
     ax.set_title(title)
     ax.legend(fontsize="small", ncol=ncol, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     fig.set_size_inches(9, 4.4)  # shown at its size (990 px): the legend beside the axes, text legible
-    return _save(fig, out, stem)
+    return _save(fig, out, stem, suffixes)
 
 
 def series_plots(series: pd.DataFrame, runs: pd.DataFrame, axes: list[str], out: Path) -> list[Path]:
