@@ -103,6 +103,13 @@ MISTAKES = {
     "window in [tcp] below one segment": (GOOD + 'cc = "cubic"\n\n[tcp]\nwindow = 100\n',
                                           ["tcp.rcvbuf", "100 B", "at least the mss"]),
     "header bytes below 40": (GOOD + 'header_bytes = 20\n', ["flows[0].header_bytes", "20", "40 to 120"]),
+    # found by a review as a new user: the names and spellings of other tools
+    "controller in capitals": (GOOD + 'cc = "Cubic"\n', ["flows[0].cc", "'Cubic'", "lowercase", "did you mean 'cubic'"]),
+    "ns-3's controller name": (GOOD + 'cc = "TcpNewReno"\n', ["flows[0].cc", "did you mean 'newreno'"]),
+    "loss as a percentage": (GOOD.replace('delay = "5ms"', 'delay = "5ms"\nloss = "1%"', 1),
+                             ["links[0].loss", "'1%' is text", "loss = 0.01"]),
+    "unknown loss model": (GOOD.replace('delay = "5ms"', 'delay = "5ms"\nloss = { model = "gilbert" }', 1),
+                           ["links[0].loss", "'gilbert'", "gilbert_elliott"]),
 }
 
 
@@ -226,6 +233,22 @@ def test_python_api_raises_scenario_error():
         nb.simulate(5)
     with pytest.raises(nb.ScenarioError, match="seed"):
         nb.resolve(nb.load_scenario(Path(__file__).parent.parent / "examples" / "dumbbell.toml"), seed=-1)
+    # the API's own arguments (they raised TypeError or were read a character at a time)
+    dumbbell = Path(__file__).parent.parent / "examples" / "dumbbell.toml"
+    with pytest.raises(nb.ScenarioError, match=r"seed: 'x' is not allowed \(an integer"):
+        nb.simulate(dumbbell, seed="x")
+    with pytest.raises(nb.ScenarioError, match=r"pcap: expected a list of \(link direction, file\) pairs"):
+        nb.simulate(dumbbell, pcap=["r1->r2"])
+    with pytest.raises(nb.ScenarioError, match=r"overrides: expected a list of 'PATH=VALUE' strings, e.g. \['dur"):
+        nb.simulate(dumbbell, overrides="duration=5s")
+    with pytest.raises(nb.ScenarioError, match=r"workers: 0 is not allowed"):
+        nb.run(dumbbell, reps=2, workers=0)
+    with pytest.raises(nb.ScenarioError, match=r"^TcpOptions: unknown field 'windw'"):
+        nb.TcpOptions(cc="cubic", windw="64KB")
+    import pandas as pd
+
+    with pytest.raises(ValueError, match=r"summarize: no column 'nope' in the table; its columns: flow"):
+        nb.summarize(pd.DataFrame({"flow": ["f"], "goodput_bps": [1.0]}), by=["nope"], metrics=["goodput_bps"])
 
 
 @pytest.mark.parametrize("override,words", [

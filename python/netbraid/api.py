@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import numbers
 import sys
 import warnings
 from pathlib import Path
@@ -16,11 +17,26 @@ from .schema import Scenario
 
 
 def as_scenario(scenario: Scenario | str | Path, overrides: list[str] | None = None) -> Scenario:
+    if isinstance(overrides, str) or (overrides is not None and not all(isinstance(o, str) for o in overrides)):
+        raise ScenarioError(f"overrides: expected a list of 'PATH=VALUE' strings, e.g. [{overrides!r}]"
+                            if isinstance(overrides, str) else "overrides: expected a list of 'PATH=VALUE' strings")
     if isinstance(scenario, Scenario):
         return with_overrides(scenario, overrides or [])
     if isinstance(scenario, (str, Path)):
         return load_scenario(scenario, overrides)
     raise ScenarioError(f"scenario: expected a netbraid.Scenario or the path of a TOML file, got {type(scenario).__name__}")
+
+
+def check_run_options(seed: Any = None, workers: Any = None, pcap: Any = None) -> None:
+    """The Python API's own arguments, checked as the CLI checks its options."""
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**64):
+        raise ScenarioError(f"seed: {seed!r} is not allowed (an integer from 0 to 2^64-1)")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, numbers.Integral) or workers < 1):
+        raise ScenarioError(f"workers: {workers!r} is not allowed (an integer, at least 1)")
+    if pcap is not None:
+        if isinstance(pcap, (str, tuple)) or not all(isinstance(p, (tuple, list)) and len(p) == 2 for p in pcap):
+            raise ScenarioError(f"pcap: expected a list of (link direction, file) pairs, e.g. "
+                                f"[('r1->r2', 'r1-r2.pcap')], got {pcap!r}")
 
 
 def run_resolved(resolved: dict[str, Any], backend: str = "sim") -> dict[str, Any]:
@@ -49,6 +65,7 @@ def simulate(
     ``flows`` (per-flow metrics), ``links``, ``events``, ``wall_s`` and, if
     the scenario asks for it on sim (``measure.interval``), ``series``.
     ``backend="emu"`` runs it on real Linux stacks (root; see docs/emu.md)."""
+    check_run_options(seed=seed, pcap=pcap)
     s = as_scenario(scenario, overrides)
     return run_resolved(resolve(s, seed=seed, pcap=pcap, backend=backend), backend)
 
@@ -79,6 +96,7 @@ def run(
     ``df.attrs["link_series"]``."""
     from .experiment import execute_tables, make_plan, replicate_until
 
+    check_run_options(seed=seed, workers=workers)
     s = as_scenario(scenario, overrides)
     if until is None:
         return _with_tables(execute_tables(make_plan(s, reps=reps, seed=seed), workers=workers,
@@ -128,6 +146,7 @@ def sweep(
     A progress bar is shown by default in interactive use."""
     from .experiment import execute_tables, make_plan
 
+    check_run_options(seed=seed, workers=workers)
     s = as_scenario(scenario, overrides)
     grid_axes, zip_axes = sweep_axes(s, grid or {}, zip or {})
     n = reps if reps is not None else (s.sweep.reps if s.sweep and s.sweep.reps else 1)

@@ -23,22 +23,23 @@ class DirectoryError(ScenarioError):
     results, another scenario's, or one that another netbraid is writing."""
 
 
-def format_location(loc: tuple) -> str:
+def format_location(loc: tuple, root: str = "scenario") -> str:
     out = ""
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
             out += ("." if out else "") + str(part)
-    return out or "scenario"
+    return out or root
 
 
-def from_validation_error(err, source: str | None = None) -> ScenarioError:
-    """Turn a pydantic ValidationError into one line per problem."""
+def from_validation_error(err, source: str | None = None, root: str = "scenario") -> ScenarioError:
+    """Turn a pydantic ValidationError into one line per problem (`root`
+    names the model itself, for a problem with no field of its own)."""
     problems = []
     for e in err.errors(include_url=False):
         loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-        where = format_location(loc)
+        where = format_location(loc, root)
         msg = e["msg"]
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]

@@ -89,10 +89,12 @@ def _outermost() -> Iterator[bool]:
         _validating.reset(token)
 
 
-def _scenario_error(e: ValidationError) -> Exception:
+def _scenario_error(e: ValidationError, model: type | None = None) -> Exception:
     from .errors import from_validation_error
 
-    return from_validation_error(e)
+    # a model built alone (nb.TcpOptions(...)) is named by its class, not "scenario"
+    root = "scenario" if model is None or model.__name__ == "Scenario" else model.__name__
+    return from_validation_error(e, root=root)
 
 
 class Strict(BaseModel):
@@ -113,7 +115,7 @@ class Strict(BaseModel):
             try:
                 super().__init__(**data)
             except ValidationError as e:
-                raise _scenario_error(e) from None
+                raise _scenario_error(e, type(self)) from None
 
     def __setattr__(self, name: str, value: Any) -> None:
         with _outermost() as outer:
@@ -178,8 +180,20 @@ def _loss_shorthand(v: Any) -> Any:
         if not 0 <= v <= 1:
             raise ValueError(f"{v} is not a probability (allowed: 0 to 1)")
         return {"model": "bernoulli", "p": float(v)} if v > 0 else {"model": "none"}
+    if isinstance(v, str):
+        # "1%" or "0.01" as text: a probability is a number (tc's and Mininet's "1%" is 0.01 here)
+        text = v.strip()
+        try:
+            number = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError:
+            number = None
+        hint = f" (loss = {number:g})" if number is not None and 0 <= number <= 1 else ""
+        raise ValueError(f"{v!r} is text; loss is a probability from 0 to 1 as a number{hint}, or a table with "
+                         "a 'model' (none, bernoulli, gilbert_elliott, list)")
     if isinstance(v, dict) and "model" not in v:
         raise ValueError("a loss table needs 'model': one of none, bernoulli, gilbert_elliott, list")
+    if isinstance(v, dict) and v["model"] not in ("none", "bernoulli", "gilbert_elliott", "list"):
+        raise ValueError(f"loss model {v['model']!r} is not one of none, bernoulli, gilbert_elliott, list")
     return v
 
 
@@ -305,6 +319,10 @@ class Router(Strict):
 # ---- TCP -------------------------------------------------------------------
 
 
+#: A congestion controller's name, as the simulator and Linux write them.
+CC_NAME = r"^[a-z][a-z0-9_-]{0,15}$"
+
+
 class TcpOptions(Strict):
     """TCP settings. At the top level (`[tcp]`) they are defaults for every
     TCP flow; on a flow they override those. Unset = built-in default."""
@@ -321,7 +339,7 @@ class TcpOptions(Strict):
     #: emu, what the kernel offers (see
     #: /proc/sys/net/ipv4/tcp_available_congestion_control). Checked by
     #: the backend, which knows what it has.
-    cc: Optional[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,15}$", strict=True)]] = None
+    cc: Optional[Annotated[str, Field(pattern=CC_NAME, strict=True)]] = None
     #: The controller's parameters by name (sim only), e.g. {beta = 0.5} for
     #: cubic: checked by the simulator against its list of controllers.
     cc_params: Optional[CcParams] = None
@@ -386,6 +404,20 @@ class TcpOptions(Strict):
     #: machine's kernel): the reordering timer waits what is left plus 2 ms,
     #: the probe 2·SRTT plus 2 ms, rounded up to ticks. "0s" = exact (RFC 8985). Sim only.
     timer_tick: Optional[Time] = None
+
+    @field_validator("cc", mode="before")
+    @classmethod
+    def _controller_name(cls, v: Any) -> Any:
+        # ("Cubic" or ns-3's "TcpNewReno" met only the pattern's wording)
+        if isinstance(v, str) and not re.fullmatch(CC_NAME, v):
+            from .controllers import controllers
+
+            known = {c["name"] for c in controllers()} | {"newreno"}
+            guess = next((g for g in (v.lower(), v.lower().removeprefix("tcp")) if g in known), None)
+            raise ValueError(f"{v!r} is not a controller name: names are lowercase letters, digits, '-' and '_' "
+                             f"(up to 16)" + (f"; did you mean {guess!r}?" if guess else "")
+                             + " — `netbraid controllers` lists the simulator's")
+        return v
 
 
 TCP_FIELDS = tuple(TcpOptions.model_fields)

@@ -89,6 +89,13 @@ def summarize(df: pd.DataFrame, by: list[str], metrics: list[str]) -> pd.DataFra
     """One row per group: `n`, its runs, and for each metric its mean,
     ci95_low, ci95_high (clipped to the metric's range) and its own n (the
     runs that have it: a UDP flow has no RTT)."""
+    if isinstance(by, str) or isinstance(metrics, str):
+        raise ValueError("summarize: by and metrics are lists of column names, e.g. by=['flow'], "
+                         "metrics=['goodput_bps']")
+    missing = [c for c in [*by, *metrics] if c not in df.columns]
+    if missing:
+        raise ValueError(f"summarize: no column {', '.join(map(repr, missing))} in the table; its columns: "
+                         f"{', '.join(map(str, df.columns))}")
     rows = []
     groups = df.groupby(by, sort=False, dropna=False) if by else [((), df)]
     for key, g in groups:
