@@ -15,6 +15,13 @@ def test_rates_are_decimal(n):
     assert units.parse_rate(f"{n % 10_000 + 1} Gb/s") == (n % 10_000 + 1) * 10**9  # up to the 10 Tb/s limit
 
 
+@given(st.integers(min_value=1, max_value=10**6))
+def test_tc_spellings_are_the_same_bits_per_second(n):
+    # tc writes "10mbit" for 10^7 bit/s (tc's own "mbps" is bytes per second; here Mbps is bits, as docs/scenario.md says)
+    assert units.parse_rate(f"{n}mbit") == units.parse_rate(f"{n}Mbit") == n * 10**6
+    assert units.parse_rate(f"{n}kbit") == n * 10**3
+
+
 def test_rates_above_the_limit_and_byte_rates_are_refused():
     with pytest.raises(ValueError, match="too large"):
         units.parse_rate("20000Gbps")

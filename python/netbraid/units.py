@@ -15,11 +15,12 @@ _NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 _PATTERN = re.compile(rf"^\s*{_NUMBER}\s*([A-Za-zµ/]*)\s*$")
 
 RATE_UNITS = {
-    "bps": 1, "b/s": 1,
-    "kbps": 1e3, "kb/s": 1e3, "kbit/s": 1e3,
-    "mbps": 1e6, "mb/s": 1e6, "mbit/s": 1e6,
-    "gbps": 1e9, "gb/s": 1e9, "gbit/s": 1e9,
-    "tbps": 1e12, "tb/s": 1e12, "tbit/s": 1e12,
+    # ("kbit", "mbit", … are tc's spellings of the same bits per second)
+    "bps": 1, "b/s": 1, "bit": 1, "bit/s": 1,
+    "kbps": 1e3, "kb/s": 1e3, "kbit/s": 1e3, "kbit": 1e3,
+    "mbps": 1e6, "mb/s": 1e6, "mbit/s": 1e6, "mbit": 1e6,
+    "gbps": 1e9, "gb/s": 1e9, "gbit/s": 1e9, "gbit": 1e9,
+    "tbps": 1e12, "tb/s": 1e12, "tbit/s": 1e12, "tbit": 1e12,
 }
 TIME_UNITS = {"ns": 1, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9, "min": 60e9}
 SIZE_UNITS = {
@@ -30,7 +31,8 @@ SIZE_UNITS = {
 }
 PACKET_UNITS = {"p", "pkt", "pkts", "packet", "packets"}
 
-RATE_HELP = 'a rate with a unit, e.g. "10Mbps", "1.5Gbps", "64kbps" (bps, kbps, Mbps, Gbps, Tbps)'
+RATE_HELP = ('a rate with a unit, e.g. "10Mbps", "1.5Gbps", "64kbps" (bps, kbps, Mbps, Gbps, Tbps; '
+             'tc\'s "10mbit" too)')
 TIME_HELP = 'a time with a unit, e.g. "5ms", "1.5s", "200us" (ns, us, ms, s, min)'
 SIZE_HELP = 'a size with a unit, e.g. "64KB", "1MB", "1500B" (B, KB, MB, GB; 1 KB = 1024 B)'
 QUEUE_HELP = 'a queue limit: packets ("100p", "100 packets" or a bare integer) or bytes ("64KB")'
@@ -118,7 +120,20 @@ def parse_size(text: object) -> int:
     factor = SIZE_UNITS.get(unit.lower())
     if factor is None:
         raise ValueError(f"{text!r}: unknown or missing size unit; expected {SIZE_HELP}")
-    return _bounded(value * factor, MAX_SIZE_BYTES, text, "1 PiB")
+    if unit in ("b", "kb", "Kb", "mb", "Mb", "gb", "Gb"):
+        # a lowercase b is bits in rates ("kbps"): a size of "64kb" is ambiguous
+        raise ValueError(f"{text!r}: a lowercase b reads as bits; sizes are in bytes: write "
+                         f"\"{m_number(text)}{unit[:-1].upper()}B\" (1 KB = 1024 B)")
+    n = _bounded(value * factor, MAX_SIZE_BYTES, text, "1 PiB")
+    if n == 0 and value > 0:
+        raise ValueError(f"{text!r} is less than one byte (sizes are whole bytes)")
+    return n
+
+
+def m_number(text: object) -> str:
+    """The number as written in `text` ("64" of "64kb")."""
+    m = _PATTERN.match(str(text))
+    return m.group(1) if m else str(text)
 
 
 def parse_queue(text: object) -> tuple[str, int]:
