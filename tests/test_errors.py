@@ -108,6 +108,8 @@ MISTAKES = {
     "ns-3's controller name": (GOOD + 'cc = "TcpNewReno"\n', ["flows[0].cc", "did you mean 'newreno'"]),
     "loss as a percentage": (GOOD.replace('delay = "5ms"', 'delay = "5ms"\nloss = "1%"', 1),
                              ["links[0].loss", "'1%' is text", "loss = 0.01"]),
+    "the profile's rack without sack": (GOOD + 'profile = "linux"\nrecovery = "tahoe"\n',
+                                        ["flows[0].rack", 'recovery = "sack"', 'comes from profile = "linux"']),
     "size in bits": (GOOD + 'window = "64kb"\n', ["flows[0].window", "lowercase b reads as bits", '"64KB"']),
     "size below a byte": (GOOD + 'window = "0.5B"\n', ["flows[0].window", "less than one byte"]),
     "unknown loss model": (GOOD.replace('delay = "5ms"', 'delay = "5ms"\nloss = { model = "gilbert" }', 1),

@@ -207,16 +207,27 @@ BACKENDS = ("sim", "emu")
 PCAP_ON_EMU = "--pcap: captures are made by the simulator; on emu use tcpdump in the namespaces"
 
 
-def check_tcp(cfg: dict[str, Any], where: str, *, flow_sets_tcp: bool, scenario_tcp, controller: bool) -> None:
+def check_tcp(cfg: dict[str, Any], where: str, *, flow_sets_tcp: bool, scenario_tcp, controller: bool,
+              defaults: TcpOptions | None = None, flow: TcpOptions | None = None) -> None:
     """Raise ScenarioError if a flow's merged TCP configuration breaks a rule,
     naming the field where it was set: `tcp.` when the scenario's [tcp]
     settings alone break it the same way (`scenario_tcp()` gives them merged
-    with the built-in defaults), else the flow (`where`, e.g. "flows[0]")."""
+    with the built-in defaults), else the flow (`where`, e.g. "flows[0]").
+    A field the user did not set but the profile did (`defaults` [tcp],
+    `flow` the flow's settings) is said to come from the profile."""
     problem = tcp_problem(cfg, "", controller)
     if problem is None:
         return
     blame_tcp = not flow_sets_tcp or tcp_problem(scenario_tcp(), "", controller) == problem
-    raise ScenarioError(tcp_problem(cfg, "tcp." if blame_tcp else f"{where}.", controller))
+    message = tcp_problem(cfg, "tcp." if blame_tcp else f"{where}.", controller)
+    if defaults is not None:
+        field = problem.split(":", 1)[0].strip()
+        profile = (flow.profile if flow is not None and flow.profile else None) or defaults.profile or "rfc"
+        given = getattr(PROFILES[profile], field, None)
+        if given not in (None, {}) and field not in explicit_tcp_fields(defaults, flow or TcpOptions()):
+            message += (f" ({field} = {json.dumps(given)} comes from profile = \"{profile}\"; set {field} "
+                        "yourself to change it)")
+    raise ScenarioError(message)
 
 
 def direction_names(node_names: list[str], links: list[dict[str, Any]]) -> list[str]:
@@ -448,7 +459,7 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                 raise ScenarioError(f"{where}.node: '{p.node}' already has a proxy (proxies[{proxy_at[node]}])")
             tcp = tcp_config(s.tcp, p.tcp)
             check_tcp(tcp, f"{where}.tcp", flow_sets_tcp=any(getattr(p.tcp, x) is not None for x in TCP_FIELDS),
-                      scenario_tcp=lambda: tcp_config(s.tcp), controller=backend == "sim")
+                      scenario_tcp=lambda: tcp_config(s.tcp), controller=backend == "sim", defaults=s.tcp, flow=p.tcp)
             proxy_at[node] = len(proxies)
             proxies.append({"node": node, "buffer_bytes": p.buffer, "tcp": tcp})
             if backend == "emu":
@@ -503,7 +514,7 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                                         "(remove it, or use profile = \"linux\" to say so)")
                 tcp = tcp_config(s.tcp, f)
                 check_tcp(tcp, where, flow_sets_tcp=any(getattr(f, x) is not None for x in TCP_FIELDS),
-                          scenario_tcp=lambda: tcp_config(s.tcp), controller=backend == "sim")
+                          scenario_tcp=lambda: tcp_config(s.tcp), controller=backend == "sim", defaults=s.tcp, flow=f)
             via = []
             for k, name in enumerate(f.via or []):
                 node = lookup(f"{where}.via[{k}]", name)
