@@ -90,7 +90,8 @@ MISTAKES = {
     "later flows after the end": (GOOD + 'count = 3\nstart_step = "6s"\n', ["flows[0].start_step", "12 s", "duration 10 s"]),
     "boolean as a number": (GOOD + 'mss = true\n', ["flows[0].mss", "integer"]),
     "rich markup in a value": (GOOD.replace('rate = "10Mbps"', 'rate = "[/red]"', 1), ["links[0].rate", "[/red]"]),
-    "routing loop": (GOOD + '\n[[routes]]\nnode = "r"\nto = "b"\nvia = "a"\n', ["no route onward from 'a'"]),
+    "route via a host": (GOOD + '\n[[routes]]\nnode = "r"\nto = "b"\nvia = "a"\n',
+                         ["routes[0].via", "'a' is a host", "must be a router"]),
     "unknown semantics": (GOOD + 'semantics = "bsd"\n', ["flows[0].semantics", "'bsd'", "'rfc' or 'ns2'"]),
     # the message names where the setting was made: on the flow, or in [tcp]
     "ns2 semantics beyond tahoe": (GOOD + 'semantics = "ns2"\n', ["flows[0].semantics", "recovery = \"tahoe\"", "got recovery = \"sack\""]),
@@ -171,11 +172,52 @@ def test_links_are_named_by_their_ends_or_their_name_in_set_and_grid(tmp_path):
     assert r.returncode == 2 and "no element named 'lan'" in r.stderr and "have: a-r, wan, a-r#2" in r.stderr
 
 
+LOOP = """
+name = "loop"
+duration = "5s"
+[[hosts]]
+name = "a"
+[[hosts]]
+name = "b"
+[[routers]]
+name = "r1"
+[[routers]]
+name = "r2"
+[[links]]
+a = "a"
+b = "r1"
+rate = "10Mbps"
+delay = "1ms"
+[[links]]
+a = "r1"
+b = "r2"
+rate = "10Mbps"
+delay = "1ms"
+[[links]]
+a = "r2"
+b = "b"
+rate = "10Mbps"
+delay = "1ms"
+[[flows]]
+name = "f"
+from = "a"
+to = "b"
+[[routes]]
+node = "r2"
+to = "b"
+via = "r1"
+"""
+
+
 def test_validate_runs_the_engine_checks(tmp_path):
+    # r1 sends b's packets to r2 (its shortest path), the static route sends
+    # them back: the check took the second visit for a join of two
+    # multipath branches, and the run delivered nothing without a word
     path = tmp_path / "s.toml"
-    path.write_text(GOOD + '\n[[routes]]\nnode = "r"\nto = "b"\nvia = "a"\n')
-    r = netbraid("validate", str(path))
-    assert r.returncode == 2 and "no route onward" in r.stderr
+    path.write_text(LOOP)
+    for command in ("validate", "run"):
+        r = netbraid(command, str(path))
+        assert r.returncode == 2 and "flow 'f': routing loop r1 -> r2 -> r1" in r.stderr, r.stderr
 
 
 def test_validate_checks_the_declared_sweep(tmp_path):

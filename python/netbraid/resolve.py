@@ -600,6 +600,9 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
             )
             if channel is None:
                 raise ScenarioError(f"{where}.via: '{r.via}' is not a neighbour of '{r.node}' (no link joins them)")
+            if v != d and not nodes[v]["router"]:
+                raise ScenarioError(f"{where}.via: '{r.via}' is a host, and hosts do not forward packets on to "
+                                    f"'{r.to}'; the next hop must be a router (or '{r.to}' itself)")
             targets = ifaces_of[d] if r.to_iface is None else [iface(f"{where}.to_iface", d, r.to_iface)]
             for t in targets:
                 earlier = next((x for x in routes if x["node"] == n and x["dst_iface"] == t), None)

@@ -652,12 +652,18 @@ fn route_path(
             from_ch,
             target,
         )
-        .map_err(|n| match n {
-            Some(n) => SimError::invalid(
+        .map_err(|problem| match problem {
+            PathProblem::DeadEnd(n) => SimError::invalid(
                 field,
                 format!("no route onward from '{}' (check the static routes)", name_of(n)),
             ),
-            None => SimError::invalid(field, "routing loop (check the static routes)"),
+            PathProblem::Loop(nodes) => {
+                let names: Vec<String> = nodes.iter().map(|&n| name_of(n)).collect();
+                SimError::invalid(
+                    field,
+                    format!("routing loop {} (check the static routes)", names.join(" -> ")),
+                )
+            }
         })?;
     }
     Ok((out_channel, dst_iface, back_channel))
@@ -679,9 +685,17 @@ fn build_captures(scn: &Scenario, n_channels: usize) -> Result<Captures, SimErro
     Ok(captures)
 }
 
+/// Why the tables do not lead a packet to its target (static routes can
+/// make either).
+enum PathProblem {
+    /// A host, or a router without a route for the target.
+    DeadEnd(NodeId),
+    /// The nodes of a loop, the first again at the end.
+    Loop(Vec<NodeId>),
+}
+
 /// Follow the routing tables from `first` to interface `target`, along every
-/// alternative of multipath entries. A dead end is `Err(Some(node))`, a loop
-/// `Err(None)` (both possible with static routes).
+/// alternative of multipath entries.
 fn check_path(
     channels: &[Channel],
     routes: &RoutingTable,
@@ -689,28 +703,51 @@ fn check_path(
     is_router: &[bool],
     first: ChannelId,
     target: IfaceId,
-) -> Result<(), Option<NodeId>> {
+) -> Result<(), PathProblem> {
+    const UNSEEN: u8 = 0;
+    const ON_PATH: u8 = 1;
+    const DONE: u8 = 2;
     let dst_node = iface_node[target.idx()];
-    // Depth-first over (channel, hops so far); a path longer than the number
-    // of channels must revisit one: a loop.
-    let mut stack = vec![(first, 0usize)];
-    let mut done = vec![false; channels.len()];
-    while let Some((ch, hops)) = stack.pop() {
-        if hops > channels.len() {
-            return Err(None);
-        }
+    // Depth-first over the channels the tables lead to. A channel met again
+    // while it is on the path being followed is a loop; one met again after
+    // everything beyond it was followed is where two multipath branches
+    // join, which is fine (a plain "seen" mark would take a loop for that).
+    let mut colour = vec![UNSEEN; channels.len()];
+    // (channel, how many of its next hops were followed)
+    let mut path = vec![(first, 0usize)];
+    colour[first.idx()] = ON_PATH;
+    while let Some((ch, followed)) = path.last().copied() {
         let node = channels[ch.idx()].to;
-        if node == dst_node {
-            continue;
-        }
-        let next = routes.alternatives(node, target);
-        if !is_router[node.idx()] || next.is_empty() {
-            return Err(Some(node));
-        }
-        for n in next {
-            if !done[n.idx()] || hops + 1 > channels.len() {
-                done[n.idx()] = true;
-                stack.push((n, hops + 1));
+        let next = if node == dst_node {
+            Vec::new()
+        } else {
+            let next = routes.alternatives(node, target);
+            if !is_router[node.idx()] || next.is_empty() {
+                return Err(PathProblem::DeadEnd(node));
+            }
+            next
+        };
+        match next.get(followed) {
+            Some(&n) => {
+                path.last_mut().expect("not empty").1 += 1;
+                match colour[n.idx()] {
+                    UNSEEN => {
+                        colour[n.idx()] = ON_PATH;
+                        path.push((n, 0));
+                    }
+                    ON_PATH => {
+                        // the nodes the channels from n's place on the path lead to, n's sender first
+                        let at = path.iter().position(|&(c, _)| c == n).expect("on the path");
+                        let mut nodes = vec![channels[n.idx()].from];
+                        nodes.extend(path[at..].iter().map(|&(c, _)| channels[c.idx()].to));
+                        return Err(PathProblem::Loop(nodes));
+                    }
+                    _ => {} // followed already, from another branch
+                }
+            }
+            None => {
+                colour[ch.idx()] = DONE;
+                path.pop();
             }
         }
     }

@@ -58,7 +58,11 @@ fn mptcp_flow_with(tcp: TcpConfig, mptcp: MptcpConfig, bytes: Option<u64>) -> Fl
         start_jitter_ns: 0,
         via: vec![],
         stop_ns: None,
-        kind: FlowKind::Mptcp { tcp: Box::new(tcp), bytes, mptcp: Box::new(mptcp) },
+        kind: FlowKind::Mptcp {
+            tcp: Box::new(tcp),
+            bytes,
+            mptcp: Box::new(mptcp),
+        },
     }
 }
 

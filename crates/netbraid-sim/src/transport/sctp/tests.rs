@@ -47,7 +47,10 @@ fn sctp_flow(name: &str, cfg: SctpConfig, two_paths: bool, bytes: Option<u64>) -
         start_jitter_ns: 0,
         stop_ns: None,
         via: vec![],
-        kind: FlowKind::Sctp { sctp: Box::new(cfg), bytes },
+        kind: FlowKind::Sctp {
+            sctp: Box::new(cfg),
+            bytes,
+        },
     }
 }
 

@@ -168,7 +168,12 @@ impl Tlp {
     /// RTTs plus the minimum RTO when one segment is in flight (its ACK may
     /// be delayed), else plus 2 ms; 1 s before any RTT sample; never beyond
     /// the RTO timer. (The caller rounds it up to the kernel's tick.)
-    pub fn linux_timeout(srtt: Option<Time>, one_segment_in_flight: bool, rto_min: Time, rto_left: Option<Time>) -> Time {
+    pub fn linux_timeout(
+        srtt: Option<Time>,
+        one_segment_in_flight: bool,
+        rto_min: Time,
+        rto_left: Option<Time>,
+    ) -> Time {
         let pto = match srtt {
             Some(s) if one_segment_in_flight => 2 * s + rto_min,
             Some(s) => 2 * s + LINUX_TIMER_SLACK,
@@ -280,7 +285,11 @@ mod tests {
     #[test]
     fn kernel_timers_fire_on_tick_boundaries() {
         let tick = 4 * MS;
-        assert_eq!(tick_deadline(5 * MS, 4 * MS + MS / 2, 0), 9 * MS + MS / 2, "no tick: exact");
+        assert_eq!(
+            tick_deadline(5 * MS, 4 * MS + MS / 2, 0),
+            9 * MS + MS / 2,
+            "no tick: exact"
+        );
         // tick under way starts at 4 ms; 4.5 ms is two ticks: fires at 12 ms
         assert_eq!(tick_deadline(5 * MS, 4 * MS + MS / 2, tick), 12 * MS);
         // a whole tick from a boundary fires a tick later
@@ -290,7 +299,10 @@ mod tests {
         // Linux's probe timeout at a 10 ms SRTT: 2 x 10 + 2 ms
         assert_eq!(Tlp::linux_timeout(Some(10 * MS), false, 200 * MS, None), 22 * MS);
         assert_eq!(Tlp::linux_timeout(Some(10 * MS), true, 200 * MS, None), 220 * MS);
-        assert_eq!(Tlp::linux_timeout(Some(10 * MS), false, 200 * MS, Some(15 * MS)), 15 * MS);
+        assert_eq!(
+            Tlp::linux_timeout(Some(10 * MS), false, 200 * MS, Some(15 * MS)),
+            15 * MS
+        );
     }
 
     #[test]

@@ -271,7 +271,8 @@ impl TcpReceiver {
             return false;
         }
         self.compressed += 1;
-        self.compressed_deadline.get_or_insert(now + self.cfg.sack_compression_delay);
+        self.compressed_deadline
+            .get_or_insert(now + self.cfg.sack_compression_delay);
         true
     }
 

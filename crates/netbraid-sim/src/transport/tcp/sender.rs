@@ -522,7 +522,8 @@ impl TcpSender {
         // data, without retransmitting; the next new segment carries CWR.
         if self.cfg.ecn && seg.flags & tcp_flags::ECE != 0 && !self.in_recovery && ack > self.ecn_recover {
             let cwnd_before = self.cwnd();
-            self.cc.on_congestion_event(now, self.reduction_base(flight_before, cwnd_before));
+            self.cc
+                .on_congestion_event(now, self.reduction_base(flight_before, cwnd_before));
             self.mark_loss();
             self.ecn_recover = self.snd_max;
             self.send_cwr = true;
@@ -629,7 +630,9 @@ impl TcpSender {
 
     /// The delivery-rate state (only called for a rate-based controller).
     fn rate_mut(&mut self) -> &mut RateSampling {
-        self.rate.as_deref_mut().expect("a rate-based controller samples delivery rates")
+        self.rate
+            .as_deref_mut()
+            .expect("a rate-based controller samples delivery rates")
     }
 
     /// PRR's accounting of an ACK that delivered `delivered` bytes in recovery.
@@ -800,7 +803,11 @@ impl TcpSender {
         if self.persist_deadline.is_some_and(|d| now >= d) {
             self.probe(now, out);
         }
-        if let Some(rack) = self.rack.as_deref_mut().filter(|r| r.deadline.is_some_and(|d| now >= d)) {
+        if let Some(rack) = self
+            .rack
+            .as_deref_mut()
+            .filter(|r| r.deadline.is_some_and(|d| now >= d))
+        {
             rack.deadline = None;
             self.account_cwnd(now);
             let was_in_recovery = self.in_recovery;
@@ -833,7 +840,8 @@ impl TcpSender {
         } else {
             // (Linux reduces once per window: a timeout in fast recovery
             // keeps the recovery's ssthresh, as tcp_enter_loss)
-            let first = self.last_timeout_una != Some(self.snd_una) && !(self.cfg.ssthresh_from_cwnd && self.in_recovery);
+            let first =
+                self.last_timeout_una != Some(self.snd_una) && !(self.cfg.ssthresh_from_cwnd && self.in_recovery);
             self.cc.on_timeout(now, self.reduction_base(flight, cwnd_before), first);
         }
         self.last_timeout_una = Some(self.snd_una);
@@ -976,7 +984,8 @@ impl TcpSender {
         // would set ssthresh far above what the path holds (BSD, Linux and
         // ns-2 halve the window).
         let flight = (self.snd_max - self.snd_una - self.limited_transmit_bytes).min(cwnd_before.max(2 * self.mss));
-        self.cc.on_congestion_event(now, self.reduction_base(flight, cwnd_before));
+        self.cc
+            .on_congestion_event(now, self.reduction_base(flight, cwnd_before));
         self.mark_loss();
         if self.cfg.recovery != Recovery::Reno {
             self.recover = Some(self.snd_max);
@@ -1372,7 +1381,8 @@ impl TcpSender {
         }
         if retransmission && ack > end && !self.in_recovery {
             let cwnd_before = self.cwnd();
-            self.cc.on_congestion_event(now, self.reduction_base(flight_before, cwnd_before));
+            self.cc
+                .on_congestion_event(now, self.reduction_base(flight_before, cwnd_before));
             self.mark_loss();
             self.record(now, "tlp_recovery", flight_before, cwnd_before);
         }

@@ -865,7 +865,11 @@ fn receiver_compresses_sacks_after_three_dupacks() {
         }
         // 3 at once; the 4th..47th (44 held) make the 48th go at once; the
         // 48th resets the count, so 49..=60 are held again
-        assert_eq!(immediate, expect_immediate + 1, "three dupacks, then one when 44 were held");
+        assert_eq!(
+            immediate,
+            expect_immediate + 1,
+            "three dupacks, then one when 44 were held"
+        );
         let due = r.poll_at().expect("held SACKs wait for the timer");
         assert_eq!(due, 10 * 49 * us + MILLISECOND);
         let before = out.len();
@@ -873,15 +877,23 @@ fn receiver_compresses_sacks_after_three_dupacks() {
         assert_eq!(out.len(), before, "not before the delay");
         r.on_timer(due, &mut out);
         assert_eq!(out.len(), before + 1, "one ACK for the held ones");
-        let Body::Tcp(ack) = out.last().unwrap().body else { unreachable!() };
+        let Body::Tcp(ack) = out.last().unwrap().body else {
+            unreachable!()
+        };
         assert_eq!(ack.ack, 0);
-        assert_eq!(ack.sack.iter(ack.ack).next(), Some((1000, 61_000)), "it SACKs all that arrived");
+        assert_eq!(
+            ack.sack.iter(ack.ack).next(),
+            Some((1000, 61_000)),
+            "it SACKs all that arrived"
+        );
         assert_eq!(r.poll_at(), None);
         // the retransmission fills the hole: ACKed at once
         let before = out.len();
         r.on_segment(2 * MILLISECOND, &seg(0), 1040, false, &mut out);
         assert_eq!(out.len(), before + 1);
-        let Body::Tcp(ack) = out.last().unwrap().body else { unreachable!() };
+        let Body::Tcp(ack) = out.last().unwrap().body else {
+            unreachable!()
+        };
         assert_eq!(ack.ack, 61_000);
     }
 }
@@ -967,7 +979,10 @@ fn a_timeout_in_fast_recovery_keeps_linux_ssthresh() {
     };
     let (in_recovery, cwnd, _, after) = run(true);
     assert_eq!(in_recovery, 5 * MSS, "ten segments' window halved");
-    assert!(cwnd / 2 < in_recovery, "halving the recovery's window again would lower it");
+    assert!(
+        cwnd / 2 < in_recovery,
+        "halving the recovery's window again would lower it"
+    );
     assert_eq!(after, in_recovery, "Linux: the recovery's ssthresh stays");
     let (_, _, flight, after) = run(false);
     assert_eq!(after, flight / 2, "RFC 5681: FlightSize / 2 at the timeout");
