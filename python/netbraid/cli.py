@@ -763,7 +763,7 @@ def controllers(json_out: bool = typer.Option(False, "--json", help="Print the l
 def resolve_command(
     scenario: Path = typer.Argument(..., help="Scenario file (TOML)."),
     set_: list[str] = typer.Option([], "--set", metavar="PATH=VALUE", help=SET_HELP),
-    seed: Optional[int] = typer.Option(None),
+    seed: Optional[int] = typer.Option(None, help="The run's seed (default: the scenario's seed, 1 unless it sets one)."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write here instead of stdout."),
 ) -> None:
     """Print the resolved scenario (JSON) that the simulator runs; `netbraid-sim` runs it without Python."""

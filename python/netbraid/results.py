@@ -81,6 +81,9 @@ class Results:
 def load(directory: str | Path) -> Results:
     """Read a results directory written by netbraid (any command's `--out`)."""
     d = Path(directory)
+    if d.is_file():
+        raise ExperimentError(f"{d} is a file; a results directory is what --out wrote (e.g. netbraid run "
+                              "SCENARIO --out DIR, then DIR here)")
     if not d.is_dir():
         raise ExperimentError(f"{d}: no such results directory")
     manifest = json.loads((d / MANIFEST).read_text()) if (d / MANIFEST).exists() else {}

@@ -6,10 +6,15 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
+    const USAGE: &str = "usage: netbraid-sim RESOLVED_SCENARIO.json   (make one with `netbraid resolve`)";
     let [_, path] = args.as_slice() else {
-        eprintln!("usage: netbraid-sim RESOLVED_SCENARIO.json   (make one with `netbraid resolve`)");
+        eprintln!("{USAGE}");
         return ExitCode::from(2);
     };
+    if path == "-h" || path == "--help" {
+        println!("{USAGE}\nRuns the scenario and writes its results as JSON on standard output.");
+        return ExitCode::SUCCESS;
+    }
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) => {
