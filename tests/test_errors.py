@@ -112,7 +112,7 @@ MISTAKES = {
     "the profile's rack without sack": (GOOD + 'profile = "linux"\nrecovery = "tahoe"\n',
                                         ["flows[0].rack", 'recovery = "sack"', 'comes from profile = "linux"']),
     "size in bits": (GOOD + 'window = "64kb"\n', ["flows[0].window", "lowercase b reads as bits", '"64KB"']),
-    "size below a byte": (GOOD + 'window = "0.5B"\n', ["flows[0].window", "less than one byte"]),
+    "size below a byte": (GOOD + 'window = "0.5B"\n', ["flows[0].window", "not a whole number of bytes"]),
     "unknown loss model": (GOOD.replace('delay = "5ms"', 'delay = "5ms"\nloss = { model = "gilbert" }', 1),
                            ["links[0].loss", "'gilbert'", "gilbert_elliott"]),
 }
@@ -243,6 +243,14 @@ def test_an_axis_value_given_twice_is_refused(tmp_path):
         nb.sweep(path, grid={"links.0.rate": "1Mbps"})
     with pytest.raises(nb.ScenarioError, match=r"the axis 'links.0.rate' has no values"):
         nb.sweep(path, grid={"links.0.rate": []})
+    # zip axes pair value by value: one of them may repeat a value, a repeated pair is a repeated point
+    from netbraid.experiment import Axis, make_plan
+
+    s = nb.load_scenario(path)
+    plan = make_plan(s, zipped=[Axis("links.0.rate", ("1Mbps", "1Mbps", "2Mbps")), Axis("seed", (1, 2, 1))])
+    assert len(plan.points) == 3
+    with pytest.raises(nb.ScenarioError, match=r"the zip axes give the point links.0.rate='1Mbps', seed=1 more than"):
+        make_plan(s, zipped=[Axis("links.0.rate", ("1Mbps", "1Mbps")), Axis("seed", (1, 1))])
 
 
 @pytest.mark.parametrize("args,words", [

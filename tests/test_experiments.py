@@ -102,6 +102,13 @@ def test_sequential_mode_writes_the_directory_replications_write(tmp_path):
     assert res.flows["run_id"].nunique() == n
     assert len(res.links) > 0 and len(res.series) > 0
     assert (out / "manifest.json").exists() and len((out / "journal.jsonl").read_text().splitlines()) == n
+    # and --resume continues it: the runs there count, none is run twice
+    r = subprocess.run(["netbraid", "run", str(path), "--until", "0.02", "--max-reps", "8", "--set",
+                        "measure.interval=500ms", "--out", str(out), "--resume", "--json"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    ids = [json.loads(line)["run_id"] for line in (out / "journal.jsonl").read_text().splitlines()]
+    assert len(ids) == len(set(ids)) == json.loads(r.stdout)["until"]["replications"] >= n
 
 
 def test_sequential_mode_says_when_it_stops_short_of_the_target(tmp_path):
@@ -115,6 +122,11 @@ def test_sequential_mode_says_when_it_stops_short_of_the_target(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "warning: --until 0.001 not reached: after 3 replications" in r.stderr
+    # one replication has no interval: an unbounded width is null in the JSON, not a crash
+    r = subprocess.run(["netbraid", "run", str(path), "--until", "0.05", "--max-reps", "1", "--json"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["until"] == {"target": 0.05, "reached": False, "widest": None, "replications": 1}
 
 
 def test_sweep_returns_a_tidy_dataframe(tmp_path):

@@ -34,7 +34,8 @@ def test_quick_run_prints_figures_9_to_12_with_intervals(tmp_path):
     # configuration, each run once, and `report` takes it as it is
     res = nb.load(tmp_path)
     parts = {p.parent.name for p in tmp_path.glob("*/manifest.json")}
-    assert set(res.flows["part"]) == parts and res.axes[0] == "part"
+    assert set(res.flows["part"]) == parts
+    assert set(res.summary()["part"]) == parts and (res.summary()["n"] > 0).all()  # every part, every flow
     journal_runs = sum(len((tmp_path / p / "journal.jsonl").read_text().splitlines()) for p in parts)
     assert res.flows["run_id"].nunique() == journal_runs
     rep = subprocess.run(["netbraid", "report", str(tmp_path)], capture_output=True, text=True, timeout=180)

@@ -17,9 +17,12 @@ from .schema import Scenario
 
 
 def as_scenario(scenario: Scenario | str | Path, overrides: list[str] | None = None) -> Scenario:
-    if isinstance(overrides, str) or (overrides is not None and not all(isinstance(o, str) for o in overrides)):
-        raise ScenarioError(f"overrides: expected a list of 'PATH=VALUE' strings, e.g. [{overrides!r}]"
-                            if isinstance(overrides, str) else "overrides: expected a list of 'PATH=VALUE' strings")
+    if isinstance(overrides, str):
+        raise ScenarioError(f"overrides: expected a list of 'PATH=VALUE' strings, e.g. [{overrides!r}]")
+    if overrides is not None:
+        overrides = list(overrides)  # (a generator is read once)
+        if not all(isinstance(o, str) for o in overrides):
+            raise ScenarioError("overrides: expected a list of 'PATH=VALUE' strings")
     if isinstance(scenario, Scenario):
         return with_overrides(scenario, overrides or [])
     if isinstance(scenario, (str, Path)):
@@ -27,16 +30,23 @@ def as_scenario(scenario: Scenario | str | Path, overrides: list[str] | None = N
     raise ScenarioError(f"scenario: expected a netbraid.Scenario or the path of a TOML file, got {type(scenario).__name__}")
 
 
-def check_run_options(seed: Any = None, workers: Any = None, pcap: Any = None) -> None:
-    """The Python API's own arguments, checked as the CLI checks its options."""
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**64):
-        raise ScenarioError(f"seed: {seed!r} is not allowed (an integer from 0 to 2^64-1)")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, numbers.Integral) or workers < 1):
-        raise ScenarioError(f"workers: {workers!r} is not allowed (an integer, at least 1)")
+def check_run_options(seed: Any = None, workers: Any = None, pcap: Any = None) -> tuple[int | None, int | None]:
+    """The Python API's own arguments, checked as the CLI checks its options;
+    returns seed and workers as Python ints (a numpy integer is welcome)."""
+    if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**64:
+            raise ScenarioError(f"seed: {seed!r} is not allowed (an integer from 0 to 2^64-1)")
+        seed = int(seed)
+    if workers is not None:
+        if isinstance(workers, bool) or not isinstance(workers, numbers.Integral) or workers < 1:
+            raise ScenarioError(f"workers: {workers!r} is not allowed (an integer, at least 1)")
+        workers = int(workers)
     if pcap is not None:
-        if isinstance(pcap, (str, tuple)) or not all(isinstance(p, (tuple, list)) and len(p) == 2 for p in pcap):
+        pair = lambda p: isinstance(p, (tuple, list)) and len(p) == 2 and all(isinstance(x, (str, Path)) for x in p)  # noqa: E731
+        if isinstance(pcap, str) or pair(pcap) or not all(pair(p) for p in pcap):
             raise ScenarioError(f"pcap: expected a list of (link direction, file) pairs, e.g. "
                                 f"[('r1->r2', 'r1-r2.pcap')], got {pcap!r}")
+    return seed, workers
 
 
 def run_resolved(resolved: dict[str, Any], backend: str = "sim") -> dict[str, Any]:
@@ -65,7 +75,7 @@ def simulate(
     ``flows`` (per-flow metrics), ``links``, ``events``, ``wall_s`` and, if
     the scenario asks for it on sim (``measure.interval``), ``series``.
     ``backend="emu"`` runs it on real Linux stacks (root; see docs/emu.md)."""
-    check_run_options(seed=seed, pcap=pcap)
+    seed, _ = check_run_options(seed=seed, pcap=pcap)
     s = as_scenario(scenario, overrides)
     return run_resolved(resolve(s, seed=seed, pcap=pcap, backend=backend), backend)
 
@@ -96,7 +106,7 @@ def run(
     ``df.attrs["link_series"]``."""
     from .experiment import execute_tables, make_plan, replicate_until
 
-    check_run_options(seed=seed, workers=workers)
+    seed, workers = check_run_options(seed=seed, workers=workers)
     s = as_scenario(scenario, overrides)
     if until is None:
         return _with_tables(execute_tables(make_plan(s, reps=reps, seed=seed), workers=workers,
@@ -146,7 +156,7 @@ def sweep(
     A progress bar is shown by default in interactive use."""
     from .experiment import execute_tables, make_plan
 
-    check_run_options(seed=seed, workers=workers)
+    seed, workers = check_run_options(seed=seed, workers=workers)
     s = as_scenario(scenario, overrides)
     grid_axes, zip_axes = sweep_axes(s, grid or {}, zip or {})
     n = reps if reps is not None else (s.sweep.reps if s.sweep and s.sweep.reps else 1)

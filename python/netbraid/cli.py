@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import warnings
@@ -211,9 +212,6 @@ def run_replications(scenario: Path, set_: list[str], seed: Optional[int], out: 
                      backend: str = "sim", resume: bool = False, overwrite: bool = False) -> None:
     if out is not None and out.exists() and not out.is_dir():
         fail(ScenarioError(f"--out: {out} exists and is not a directory"))
-    if resume and until is not None:
-        fail(ScenarioError("--resume: continues a fixed number of replications, not --until (a directory --until "
-                           "wrote holds a plan of --max-reps replications: continue it with --reps MAX_REPS --resume)"))
     with errors_reported(os_error=lambda e: ExperimentError(f"--out: cannot write to {out}: {e.strerror or e}")):
         s = load_scenario(scenario, set_)
         warn_if_large(s, min(reps, workers or os.cpu_count() or 1))
@@ -229,7 +227,7 @@ def run_replications(scenario: Path, set_: list[str], seed: Optional[int], out: 
                     err_console.print(f"{done} replications: widest goodput interval ±{100 * widest:.1f} % of the mean")
 
             seq = replicate_until(s, until, max_reps=max_reps, reps=reps, seed=seed, workers=workers, on_batch=report,
-                                  backend=backend, out=out, overwrite=overwrite)
+                                  backend=backend, out=out, overwrite=overwrite, resume=resume)
             runs, links = seq.tables.runs, seq.tables.links
             if not seq.reached:
                 n = runs["run_id"].nunique()
@@ -239,7 +237,8 @@ def run_replications(scenario: Path, set_: list[str], seed: Optional[int], out: 
                                   + "; the intervals below are wider than asked (raise --max-reps)")
     summary = replication_summary(runs, links)
     if until is not None:
-        summary["until"] = {"target": until, "reached": seq.reached, "widest": seq.widest,
+        summary["until"] = {"target": until, "reached": seq.reached,
+                            "widest": seq.widest if math.isfinite(seq.widest) else None,
                             "replications": int(runs["run_id"].nunique())}
     if json_out:
         sys.stdout.write(json_text(summary))
@@ -417,14 +416,14 @@ def plot(
     flow: list[str] = typer.Option([], help="Only this flow (repeatable; its subflows or legs too). Default: every flow."),
     link: list[str] = typer.Option([], metavar="FROM->TO", help="For --what queue: only this link direction (repeatable)."),
     run_id: Optional[str] = typer.Option(None, "--run", help="Which run (its run_id; default: the first)."),
-    out: Optional[Path] = typer.Option(None, help="The file to write, .png, .svg or .pdf (default: "
-                                       "DIRECTORY/plots/<what>-<run>.png and .svg)."),
+    out: Optional[Path] = typer.Option(None, help="The file to write, .png, .svg or .pdf (without a suffix: "
+                                       "both .png and .svg; default: DIRECTORY/plots/<what>-<run>.png and .svg)."),
 ) -> None:
     """Plot one run's time series (goodput, throughput, cwnd, RTT per flow and subflow, or queue lengths)."""
     from .report import PLOT_FORMATS, _over_time
     from .results import load
 
-    if out is not None and out.suffix.lower() not in PLOT_FORMATS:
+    if out is not None and out.suffix and out.suffix.lower() not in PLOT_FORMATS:
         fail(ScenarioError(f"--out: {out.name!r} names no picture format netbraid writes (allowed: "
                            f"{', '.join(PLOT_FORMATS)}, e.g. --out {out.with_suffix('.png').name})"))
     if what not in SERIES_WHAT:
@@ -463,10 +462,10 @@ def plot(
         if not lines:
             raise ExperimentError(f"run {chosen} has no {what} samples for {', '.join(wanted or have)}")
         seed = rows["seed"].iloc[0] if "seed" in rows else None
-        target = out or directory / "plots" / f"{what}-{chosen}.png"
+        target = out or directory / "plots" / f"{what}-{chosen.replace('/', '_')}.png"
         target.parent.mkdir(parents=True, exist_ok=True)
         made = _over_time(lines, ylabel, f"{ylabel} over time (run {chosen}, seed {seed})", 1, target.parent,
-                          target.stem, (".png", ".svg") if out is None else (out.suffix.lower(),))
+                          target.stem, (out.suffix.lower(),) if out is not None and out.suffix else (".png", ".svg"))
     out_console.print(f"plot written to {made[0]}" + (f" and {made[1]}" if len(made) > 1 else ""))
 
 
@@ -799,7 +798,14 @@ def validate(
         if s.sweep is not None:  # the declared axes: every point resolves, as `sweep` checks before it runs
             from .api import sweep_axes
 
-            points = len(make_plan(s, *sweep_axes(s, {}, {})).points)
+            plan = make_plan(s, *sweep_axes(s, {}, {}))
+            for point, one in zip(plan.points, plan.resolved):
+                try:
+                    _sim.check_json(json.dumps(one))
+                except ValueError as e:
+                    where = ", ".join(f"{k}={v}" for k, v in point.items())
+                    raise ScenarioError(f"[sweep] point {where}: {e}") from None
+            points = len(plan.points)
     except ScenarioError as e:
         fail(e)
         return
@@ -1056,9 +1062,10 @@ def print_comparison(doc: dict[str, Any], name: str) -> None:
 
 def json_text(doc: Any) -> str:
     """JSON with undefined numbers (an interval of one run, a metric a
-    backend lacks) as null: NaN is not JSON, and jq or a browser refuse it."""
+    backend lacks, an unbounded width) as null: NaN and infinity are not
+    JSON, and jq or a browser refuse them."""
     def clean(x: Any) -> Any:
-        if isinstance(x, float) and x != x:
+        if isinstance(x, float) and not math.isfinite(x):
             return None
         if isinstance(x, dict):
             return {k: clean(v) for k, v in x.items()}

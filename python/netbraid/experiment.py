@@ -140,9 +140,19 @@ def make_plan(scenario: Scenario, grid: Iterable[Axis] = (), zipped: Iterable[Ax
     for a in zipped + grid:
         if not a.values:
             raise ScenarioError(f"the axis {a.path!r} has no values; give at least one")
+    # a point given twice would be shown as replications of one point; zip
+    # axes pair value by value, so there it is a repeated tuple that counts
+    for a in grid:
         twice = [v for i, v in enumerate(a.values) if v in a.values[:i]]
         if twice:
             raise ScenarioError(f"the axis {a.path!r} lists {twice[0]!r} more than once; each value is one point "
+                                "(for more runs of a point, use replications: --reps)")
+    if zipped:
+        tuples = list(zip(*[a.values for a in zipped]))
+        twice = [t for i, t in enumerate(tuples) if t in tuples[:i]]
+        if twice:
+            pairs = ", ".join(f"{a.path}={v!r}" for a, v in zip(zipped, twice[0]))
+            raise ScenarioError(f"the zip axes give the point {pairs} more than once; each is one point "
                                 "(for more runs of a point, use replications: --reps)")
     if zipped and len({len(a.values) for a in zipped}) > 1:
         lengths = ", ".join(f"{a.path} ({len(a.values)})" for a in zipped)
@@ -437,6 +447,8 @@ def _execute(plan: Plan, out: Path | None, journal: Journal | None, workers: int
                    TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                    disable=not progress, transient=False)
     started = time.perf_counter()
+    # (a batch of sequential mode is part of a larger plan: its size is no total)
+    of_total = f" of {len(tasks)}" if set(done) <= set(by_id) else ""
     try:
         with bar:
             job = bar.add_task("runs", total=len(tasks), completed=len(done), rate="")
@@ -462,12 +474,12 @@ def _execute(plan: Plan, out: Path | None, journal: Journal | None, workers: int
                 bar.update(job, advance=1, rate=f"{i / elapsed:.1f} runs/s" if elapsed > 0 else "")
     except KeyboardInterrupt:
         raise Interrupted(
-            f"interrupted: {len(done)} of {len(set(done) | set(by_id))} runs are saved"
+            f"interrupted: {len(done)}{of_total} runs are saved"
             + (f" in {out}; continue with --resume" if out is not None else "")
         ) from None
     except ExperimentError as e:
         raise ExperimentError(
-            f"{e}: {len(done)} of {len(set(done) | set(by_id))} runs are saved"
+            f"{e}: {len(done)}{of_total} runs are saved"
             + (f" in {out}; continue with --resume" if out else "")
         ) from None
     finally:
@@ -508,14 +520,15 @@ def replicate_until(scenario: Scenario, until: float, *, max_reps: int = 100, re
                     workers: int | None = None, metric: str = "goodput_bps",
                     on_batch: Callable[[int, float], None] | None = None,
                     backend: str = "sim", out: Path | None = None, overwrite: bool = False,
-                    command: list[str] | None = None) -> Sequential:
+                    resume: bool = False, command: list[str] | None = None) -> Sequential:
     """Sequential mode: add replications in batches (first `reps`, at least 3;
     then one per worker) until every flow's 95 % interval of `metric` has a
     half-width ≤ until × |mean|, or `max_reps` are done. `on_batch(done,
     widest)` reports progress. With `out`, every run is written there as it
     finishes, as `--reps` writes them (journal, tables, series, manifest):
     the directory is that of `max_reps` replications, of which the first
-    ones ran."""
+    ones ran; `resume` continues one (the runs it holds count, and the
+    batches go on from there)."""
     from .stats import relative_half_width
 
     if not until > 0:
@@ -545,4 +558,4 @@ def replicate_until(scenario: Scenario, until: float, *, max_reps: int = 100, re
     if out is None:
         return batches(MemoryJournal())
     with DirectoryLock(out):
-        return batches(prepare_directory(out, full, False, command or sys.argv, "replications", overwrite))
+        return batches(prepare_directory(out, full, resume, command or sys.argv, "replications", overwrite))

@@ -236,14 +236,15 @@ def sweep_plots(runs: pd.DataFrame, axes: list[str], out: Path) -> list[Path]:
 
 def cdf_plot(runs: pd.DataFrame, axes: list[str], out: Path) -> list[Path]:
     fig, ax = _figure()
-    groups = runs.groupby(axes, sort=False) if axes else [("all runs", runs)]
+    groups = runs.groupby(axes, sort=False, dropna=False) if axes else [("all runs", runs)]
     for i, (key, g) in enumerate(groups):
         if i == 8:
             break
         x = sorted(g["goodput_bps"].astype(float) * 1e-6)
         y = [(k + 1) / len(x) for k in range(len(x))]
         key = key if isinstance(key, tuple) else (key,)
-        label = ", ".join(f"{a}={v}" for a, v in zip(axes, key)) if axes else "all runs"
+        # (an axis another part of the results sweeps is empty here: left out)
+        label = ", ".join(f"{a}={v}" for a, v in zip(axes, key) if not pd.isna(v)) if axes else "all runs"
         ax.step(x, y, where="post", label=label)
     ax.set_xlabel("goodput per flow and run (Mb/s)")
     ax.set_ylabel("fraction of flows × runs ≤ x")

@@ -223,7 +223,8 @@ def check_tcp(cfg: dict[str, Any], where: str, *, flow_sets_tcp: bool, scenario_
     if defaults is not None:
         field = problem.split(":", 1)[0].strip()
         profile = (flow.profile if flow is not None and flow.profile else None) or defaults.profile or "rfc"
-        given = getattr(PROFILES[profile], field, None)
+        # (as a scenario file writes it: "1s", not nanoseconds)
+        given = PROFILES[profile].model_dump(mode="json", by_alias=True, exclude_none=True).get(field)
         if given not in (None, {}) and field not in explicit_tcp_fields(defaults, flow or TcpOptions()):
             message += (f" ({field} = {json.dumps(given)} comes from profile = \"{profile}\"; set {field} "
                         "yourself to change it)")

@@ -122,8 +122,16 @@ def _load_parts(d: Path, parts: list[Path]) -> Results:
     with it so that runs of different parts stay apart."""
     tables: dict[str, list[pd.DataFrame]] = {"flows": [], "links": [], "series": [], "link_series": []}
     axes = ["part"]
+    loaded = []
     for sub in parts:
-        r = load(sub)
+        try:
+            loaded.append((sub, load(sub)))
+        except ExperimentError:
+            continue  # a part that has no finished run yet (a paper still running, or stopped early)
+    if not loaded:
+        raise ExperimentError(f"{d} holds results directories with no finished runs yet "
+                              f"({', '.join(p.relative_to(d).as_posix() for p in parts[:5])})")
+    for sub, r in loaded:
         name = sub.relative_to(d).as_posix()
         axes += [a for a in r.axes if a not in axes]
         for key, df in tables.items():
@@ -137,7 +145,7 @@ def _load_parts(d: Path, parts: list[Path]) -> Results:
             df.append(t)
     joined = {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame() for k, v in tables.items()}
     return Results(joined["flows"], joined["links"], joined["series"], joined["link_series"],
-                   {"kind": "parts", "parts": [p.relative_to(d).as_posix() for p in parts], "axes": axes})
+                   {"kind": "parts", "parts": [p.relative_to(d).as_posix() for p, _ in loaded], "axes": axes})
 
 
 def _load_run(d: Path) -> Results:

@@ -120,11 +120,14 @@ def parse_size(text: object) -> int:
     factor = SIZE_UNITS.get(unit.lower())
     if factor is None:
         raise ValueError(f"{text!r}: unknown or missing size unit; expected {SIZE_HELP}")
-    if unit in ("b", "kb", "Kb", "mb", "Mb", "gb", "Gb"):
+    if unit.endswith("b") and unit.lower() in ("b", "kb", "mb", "gb", "kib", "mib", "gib"):
         # a lowercase b is bits in rates ("kbps"): a size of "64kb" is ambiguous
         raise ValueError(f"{text!r}: a lowercase b reads as bits; sizes are in bytes: write "
-                         f"\"{m_number(text)}{unit[:-1].upper()}B\" (1 KB = 1024 B)")
+                         f"\"{m_number(text)}{unit[0].upper() + unit[1:-1] if len(unit) > 1 else ''}B\" "
+                         "(1 KB = 1024 B)")
     n = _bounded(value * factor, MAX_SIZE_BYTES, text, "1 PiB")
+    if factor == 1 and value != int(value):
+        raise ValueError(f"{text!r} is not a whole number of bytes")
     if n == 0 and value > 0:
         raise ValueError(f"{text!r} is less than one byte (sizes are whole bytes)")
     return n
