@@ -286,3 +286,22 @@ def test_a_killed_worker_stops_the_sweep_cleanly_and_resume_finishes_it(tmp_path
     r = subprocess.run(_sweep_cmd(cut, "--resume"), capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     pd.testing.assert_frame_equal(_rows(whole), _rows(cut))
+
+
+def test_compare_gives_the_simulator_linux_tcp_as_the_kernel_runs_it():
+    # Linux's CUBIC (HyStart, beta 717/1024) where the scenario names CUBIC;
+    # the built-in controller where it names none, as the emu hosts run it
+    from netbraid.compare import with_linux_defaults
+    from netbraid.resolve import LINUX_CUBIC, LINUX_TCP, TCP_DEFAULTS
+
+    linux = nb.resolve(with_linux_defaults(nb.load_scenario(ROOT / "examples" / "linux_tcp_loss.toml")))
+    tcp = linux["flows"][0]["tcp"]
+    assert tcp["cc"] == "cubic" and tcp["cc_params"] == LINUX_CUBIC["cc_params"]
+    assert tcp["initial_window"] == LINUX_TCP["initial_window"] and tcp["rack"] and tcp["prr"]
+    plain = nb.resolve(with_linux_defaults(nb.load_scenario(ROOT / "examples" / "linux_tcp_loss.toml",
+                                                             ["flows.bulk.cc=reno"])))
+    assert plain["flows"][0]["tcp"]["cc"] == "reno" and plain["flows"][0]["tcp"]["cc_params"] == {}
+    s = nb.Scenario(name="no-cc", duration="1s")
+    s.add_host("a").add_host("b").add_link("a", "b", rate="10Mbps", delay="1ms")
+    s.add_flow("f", "a", "b")
+    assert nb.resolve(with_linux_defaults(s))["flows"][0]["tcp"]["cc"] == TCP_DEFAULTS["cc"]

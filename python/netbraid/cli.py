@@ -1004,7 +1004,7 @@ def compare_command(
     set_: list[str] = typer.Option([], "--set", metavar="PATH=VALUE", help=SET_HELP),
     seed: Optional[int] = typer.Option(None, help="Random seed (overrides the scenario's); replication r uses seed + r."),
     reps: int = typer.Option(1, "--reps", min=1, help="Runs on each backend; with 2 or more, 95 % intervals and a verdict per metric."),
-    linux_defaults: bool = typer.Option(True, help="Give the simulator Linux's TCP defaults where the scenario sets none."),
+    linux_defaults: bool = typer.Option(True, help="Run the simulator with profile = \"linux\" where the scenario names no profile."),
     out: Optional[Path] = typer.Option(None, help="Also keep both backends' runs: results directories OUT/sim and OUT/emu."),
     overwrite: bool = typer.Option(False, help="Replace the results already in --out."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON document instead of tables."),
@@ -1030,7 +1030,7 @@ def compare_command(
 
 def print_comparison(doc: dict[str, Any], name: str) -> None:
     reps = doc["reps"]
-    note = ", sim with Linux TCP defaults" if doc["linux_defaults_on_sim"] else ""
+    note = ", sim with profile = \"linux\"" if doc["linux_defaults_on_sim"] else ""
     what = f"mean ± 95 % interval over {reps} runs each" if reps > 1 else "one run each (--reps 2 or more for intervals)"
     seeds = f"seeds {doc['seeds'][0]}–{doc['seeds'][-1]}" if reps > 1 else f"seed {doc['seeds'][0]}"
     t = Table(title=f"{escape(name)}: sim against emu, {what} ({seeds}{note})")
