@@ -230,8 +230,8 @@ def run_replications(scenario: Path, set_: list[str], seed: Optional[int], out: 
                                   backend=backend, out=out, overwrite=overwrite, resume=resume)
             runs, links = seq.tables.runs, seq.tables.links
             if not seq.reached:
-                n = runs["run_id"].nunique()
-                err_console.print(f"warning: --until {until:g} not reached: after {n} replications (--max-reps) the "
+                err_console.print(f"warning: --until {until:g} not reached: after {runs['run_id'].nunique()} "
+                                  f"replications (--max-reps) the "
                                   f"widest goodput interval is ±{100 * seq.widest:.1f} % of the mean"
                                   + (f" (flow {seq.widest_flow})" if seq.widest_flow else "")
                                   + "; the intervals below are wider than asked (raise --max-reps)")

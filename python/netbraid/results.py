@@ -78,6 +78,11 @@ class Results:
                 f"{len(self.series)} series rows, axes={self.axes})")
 
 
+#: What holds a results directory's runs: the journal (replications, sweeps,
+#: papers), the tables alone, or one run's result.
+RESULT_FILES = (JOURNAL, "runs.parquet", "result.json")
+
+
 def load(directory: str | Path) -> Results:
     """Read a results directory written by netbraid (any command's `--out`)."""
     d = Path(directory)
@@ -98,7 +103,7 @@ def load(directory: str | Path) -> Results:
     elif parts := _parts(d):
         return _load_parts(d, parts)
     else:
-        raise ExperimentError(f"{d} holds no results (no {JOURNAL}, runs.parquet or result.json, here or in a "
+        raise ExperimentError(f"{d} holds no results (no {', '.join(RESULT_FILES)}, here or in a "
                               "directory below); make them with netbraid run --out, run --reps --out, "
                               "netbraid sweep --out or netbraid paper --out")
     return Results(runs, links, series, link_series, manifest)
@@ -109,7 +114,7 @@ def _parts(d: Path, depth: int = 3) -> list[Path]:
     configuration, some two levels down), in order of their paths."""
     found = []
     for sub in sorted(p for p in d.iterdir() if p.is_dir()):
-        if any((sub / f).exists() for f in (MANIFEST, JOURNAL, "runs.parquet", "result.json")):
+        if any((sub / f).exists() for f in (MANIFEST, *RESULT_FILES)):
             found.append(sub)
         elif depth > 1:
             found += _parts(sub, depth - 1)

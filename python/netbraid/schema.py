@@ -173,6 +173,10 @@ class ListLoss(Strict):
     indices: list[Annotated[int, Field(ge=0, lt=2**63, strict=True)]]
 
 
+#: The loss models' names (the `model` of each loss table above).
+LOSS_MODELS = "none, bernoulli, gilbert_elliott, list"
+
+
 def _loss_shorthand(v: Any) -> Any:
     if isinstance(v, bool):
         raise ValueError("loss must be a probability (0 to 1) or a table with a 'model'")
@@ -189,11 +193,11 @@ def _loss_shorthand(v: Any) -> Any:
             number = None
         hint = f" (loss = {number:g})" if number is not None and 0 <= number <= 1 else ""
         raise ValueError(f"{v!r} is text; loss is a probability from 0 to 1 as a number{hint}, or a table with "
-                         "a 'model' (none, bernoulli, gilbert_elliott, list)")
+                         f"a 'model' ({LOSS_MODELS})")
     if isinstance(v, dict) and "model" not in v:
-        raise ValueError("a loss table needs 'model': one of none, bernoulli, gilbert_elliott, list")
-    if isinstance(v, dict) and v["model"] not in ("none", "bernoulli", "gilbert_elliott", "list"):
-        raise ValueError(f"loss model {v['model']!r} is not one of none, bernoulli, gilbert_elliott, list")
+        raise ValueError(f"a loss table needs 'model': one of {LOSS_MODELS}")
+    if isinstance(v, dict) and v["model"] not in LOSS_MODELS.split(", "):
+        raise ValueError(f"loss model {v['model']!r} is not one of {LOSS_MODELS}")
     return v
 
 

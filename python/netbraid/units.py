@@ -120,10 +120,11 @@ def parse_size(text: object) -> int:
     factor = SIZE_UNITS.get(unit.lower())
     if factor is None:
         raise ValueError(f"{text!r}: unknown or missing size unit; expected {SIZE_HELP}")
-    if unit.endswith("b") and unit.lower() in ("b", "kb", "mb", "gb", "kib", "mib", "gib"):
+    if unit.endswith("b"):  # (of the size units, "b", "kb", "kib", … end so; "byte" does not)
         # a lowercase b is bits in rates ("kbps"): a size of "64kb" is ambiguous
+        number = str(text).strip()[: -len(unit)].strip()
         raise ValueError(f"{text!r}: a lowercase b reads as bits; sizes are in bytes: write "
-                         f"\"{m_number(text)}{unit[0].upper() + unit[1:-1] if len(unit) > 1 else ''}B\" "
+                         f"\"{number}{unit[0].upper() + unit[1:-1] if len(unit) > 1 else ''}B\" "
                          "(1 KB = 1024 B)")
     n = _bounded(value * factor, MAX_SIZE_BYTES, text, "1 PiB")
     if factor == 1 and value != int(value):
@@ -131,12 +132,6 @@ def parse_size(text: object) -> int:
     if n == 0 and value > 0:
         raise ValueError(f"{text!r} is less than one byte (sizes are whole bytes)")
     return n
-
-
-def m_number(text: object) -> str:
-    """The number as written in `text` ("64" of "64kb")."""
-    m = _PATTERN.match(str(text))
-    return m.group(1) if m else str(text)
 
 
 def parse_queue(text: object) -> tuple[str, int]:
