@@ -18,9 +18,12 @@
 //! quantisation budget (3 × the TSO goal, even, +2 in the 1.25 phase), the
 //! ACK-aggregation allowance (extra data ACKed beyond the estimate, over
 //! 5–10 rounds, at most 100 ms of data), the 1 % pacing margin and the
-//! pacing rate that never falls before the pipe is full. Not modelled:
-//! the long-term ("policer") bandwidth sampling, which needs a loss rate
-//! above 20 % over 4–16 rounds, and the restart from idle.
+//! pacing rate that never falls before the pipe is full, and the long-term
+//! ("policer") bandwidth: two intervals of 4–16 rounds in a row, each
+//! ending at a loss with at least 50/256 of its packets lost, whose
+//! delivery rates agree within 1/8 (or 4 kbit/s), make their mean the
+//! estimate, paced at gain 1, for 48 rounds. Not modelled: the restart
+//! from idle.
 
 use super::{CcConfig, CongestionControl, ControllerInfo, LossState, ParamInfo, ParamKind, Params, RateEvent};
 use crate::engine::time::{MILLISECOND, SECOND};
@@ -37,6 +40,15 @@ const MIN_CWND_SEGMENTS: u64 = 4;
 const INIT_CWND_SEGMENTS: u64 = 10;
 /// Linux paces 1 % below the estimate (`bbr_pacing_margin_percent`).
 const PACING_MARGIN: f64 = 0.99;
+/// Long-term sampling (Linux's `bbr_lt_*`): an interval lasts 4 to 16
+/// rounds and counts when at least 50/256 of what it delivered was lost;
+/// two in a row agree within 1/8 or 4 kbit/s (500 B/s); the estimate is
+/// then used for 48 rounds.
+const LT_INTERVAL_MIN_ROUNDS: u32 = 4;
+const LT_LOSS_THRESHOLD: f64 = 50.0 / 256.0;
+const LT_BW_RATIO: f64 = 1.0 / 8.0;
+const LT_BW_DIFF: f64 = 500.0;
+const LT_BW_MAX_ROUNDS: u32 = 48;
 
 pub(super) const INFO: ControllerInfo = ControllerInfo {
     name: "bbr",
@@ -93,6 +105,11 @@ pub(super) const INFO: ControllerInfo = ControllerInfo {
             doc: "add the recent extra data ACKed beyond the estimate to the window (Linux 5.1+)",
             kind: ParamKind::Flag { default: true },
         },
+        ParamInfo {
+            name: "long_term_bw",
+            doc: "use the mean rate of two lossy intervals that agree as the estimate for 48 rounds (Linux's policer detection)",
+            kind: ParamKind::Flag { default: true },
+        },
     ],
     constraints: super::independent,
     build: |cfg, p| Box::new(Bbr::with_params(cfg, p)),
@@ -136,6 +153,7 @@ pub struct Bbr {
     min_rtt_window: Time,
     probe_rtt_time: Time,
     ack_aggregation: bool,
+    long_term_bw: bool,
     mode: Mode,
     /// Congestion window, bytes (whole segments).
     cwnd: u64,
@@ -174,7 +192,28 @@ pub struct Bbr {
     extra_acked: [u64; 2],
     extra_acked_rounds: u32,
     extra_acked_index: usize,
+    /// Long-term ("policer") sampling; lost bytes so far, counted here.
+    lt: LongTerm,
+    lost: u64,
+    /// Bytes delivered as of the last sample.
+    delivered: u64,
     rng: RandomStream,
+}
+
+/// Linux's long-term bandwidth sampling state.
+#[derive(Clone, Copy, Debug, Default)]
+struct LongTerm {
+    /// An interval is being sampled (it starts at a loss).
+    sampling: bool,
+    /// Rounds in this interval, or, while `use_bw`, since it was taken up.
+    rounds: u32,
+    /// The previous interval's rate, or the estimate in use (bytes/s).
+    bw: f64,
+    use_bw: bool,
+    /// Where this interval started: time, bytes delivered and lost.
+    start: Time,
+    start_delivered: u64,
+    start_lost: u64,
 }
 
 impl Bbr {
@@ -186,6 +225,7 @@ impl Bbr {
             min_rtt_window: (p.number("min_rtt_window_s") * SECOND as f64) as Time,
             probe_rtt_time: (p.number("probe_rtt_ms") * MILLISECOND as f64) as Time,
             ack_aggregation: p.flag("ack_aggregation"),
+            long_term_bw: p.flag("long_term_bw"),
             mode: Mode::Startup,
             cwnd: cfg.initial_window,
             ssthresh: u64::MAX,
@@ -214,6 +254,9 @@ impl Bbr {
             extra_acked: [0, 0],
             extra_acked_rounds: 0,
             extra_acked_index: 0,
+            lt: LongTerm::default(),
+            lost: 0,
+            delivered: 0,
             rng: RandomStream::new(cfg.seed, "bbr"),
             cfg,
         };
@@ -235,6 +278,16 @@ impl Bbr {
 
     fn max_bw(&self) -> f64 {
         self.bw.get()
+    }
+
+    /// The estimate the pacing rate and the window follow: the long-term
+    /// one while it is in use, else the windowed maximum (Linux's bbr_bw).
+    fn bw(&self) -> f64 {
+        if self.lt.use_bw {
+            self.lt.bw
+        } else {
+            self.max_bw()
+        }
     }
 
     /// `gain` × bandwidth × min RTT in bytes, rounded up to whole segments
@@ -306,9 +359,89 @@ impl Bbr {
             self.round_start = true;
             self.packet_conservation = false;
         }
+        if self.long_term_bw {
+            self.lt_sampling(ev.now, ev.delivered, ev.losses > 0, ev.sample.app_limited);
+        }
         if !ev.sample.app_limited || rate >= self.max_bw() {
             self.bw.update(self.rounds, rate, self.bw_window);
         }
+    }
+
+    fn lt_reset_interval(&mut self, now: Time, delivered: u64) {
+        self.lt.start = now;
+        self.lt.start_delivered = delivered;
+        self.lt.start_lost = self.lost;
+        self.lt.rounds = 0;
+    }
+
+    fn lt_reset(&mut self, now: Time, delivered: u64) {
+        self.lt.bw = 0.0;
+        self.lt.use_bw = false;
+        self.lt.sampling = false;
+        self.lt_reset_interval(now, delivered);
+    }
+
+    /// Linux's bbr_lt_bw_sampling: is a policer holding the flow to a rate?
+    /// An interval starts at a loss, lasts 4–16 rounds and ends at a loss
+    /// with at least 50/256 of its data lost; its rate is what it delivered
+    /// over its length. Two such intervals in a row that agree make their
+    /// mean the estimate for 48 rounds.
+    fn lt_sampling(&mut self, now: Time, delivered: u64, lost_now: bool, app_limited: bool) {
+        if self.lt.use_bw {
+            if self.mode == Mode::ProbeBw && self.round_start {
+                self.lt.rounds += 1;
+                if self.lt.rounds >= LT_BW_MAX_ROUNDS {
+                    self.lt_reset(now, delivered);
+                    self.enter_probe_bw(now);
+                }
+            }
+            return;
+        }
+        if !self.lt.sampling {
+            // (the first loss: a policer's tokens are spent from here on)
+            if !lost_now {
+                return;
+            }
+            self.lt_reset_interval(now, delivered);
+            self.lt.sampling = true;
+        }
+        if app_limited {
+            return self.lt_reset(now, delivered);
+        }
+        if self.round_start {
+            self.lt.rounds += 1;
+        }
+        if self.lt.rounds < LT_INTERVAL_MIN_ROUNDS {
+            return;
+        }
+        if self.lt.rounds > 4 * LT_INTERVAL_MIN_ROUNDS {
+            return self.lt_reset(now, delivered);
+        }
+        if !lost_now {
+            return;
+        }
+        let got = delivered - self.lt.start_delivered;
+        let lost = self.lost - self.lt.start_lost;
+        if got == 0 || (lost as f64) < LT_LOSS_THRESHOLD * got as f64 {
+            return;
+        }
+        // (Linux times the interval in whole milliseconds)
+        let ms = now / MILLISECOND - self.lt.start / MILLISECOND;
+        if ms < 1 {
+            return;
+        }
+        let bw = got as f64 * 1000.0 / ms as f64;
+        if self.lt.bw > 0.0 {
+            let diff = (bw - self.lt.bw).abs();
+            if diff <= LT_BW_RATIO * self.lt.bw || diff <= LT_BW_DIFF {
+                self.lt.bw = (bw + self.lt.bw) / 2.0;
+                self.lt.use_bw = true;
+                self.lt.rounds = 0;
+                return;
+            }
+        }
+        self.lt.bw = bw;
+        self.lt_reset_interval(now, delivered);
     }
 
     fn update_ack_aggregation(&mut self, ev: &RateEvent) {
@@ -325,7 +458,7 @@ impl Bbr {
         }
         let start = *self.ack_epoch_start.get_or_insert(ev.now); // (Linux: the connection's start)
         let epoch = ev.now.saturating_sub(start);
-        let mut expected = (self.max_bw() * epoch as f64 / SECOND as f64) as u64;
+        let mut expected = (self.bw() * epoch as f64 / SECOND as f64) as u64;
         if self.ack_epoch_acked <= expected || self.ack_epoch_acked + ev.acked_sacked >= (1 << 20) * self.mss() {
             self.ack_epoch_acked = 0;
             self.ack_epoch_start = Some(ev.now);
@@ -341,7 +474,7 @@ impl Bbr {
         if !self.ack_aggregation || !self.full_bw_reached {
             return 0;
         }
-        let cap = (self.max_bw() * 0.1) as u64; // 100 ms of data
+        let cap = (self.bw() * 0.1) as u64; // 100 ms of data
         self.extra_acked[0].max(self.extra_acked[1]).min(cap)
     }
 
@@ -353,12 +486,12 @@ impl Bbr {
         if self.pacing_gain > 1.0 {
             at_edt += self.tso_segments() * self.mss();
         }
-        let drained = (self.max_bw() * pacing_wait as f64 / SECOND as f64) as u64;
+        let drained = (self.bw() * pacing_wait as f64 / SECOND as f64) as u64;
         at_edt.saturating_sub(drained)
     }
 
     fn update_cycle_phase(&mut self, ev: &RateEvent) {
-        if self.mode != Mode::ProbeBw {
+        if self.mode != Mode::ProbeBw || self.lt.use_bw {
             return;
         }
         let full_length = self
@@ -442,6 +575,7 @@ impl Bbr {
         (self.pacing_gain, self.cwnd_gain) = match self.mode {
             Mode::Startup => (self.high_gain, self.high_gain),
             Mode::Drain => (1.0 / self.high_gain, self.high_gain),
+            Mode::ProbeBw if self.lt.use_bw => (1.0, self.probe_bw_cwnd_gain),
             Mode::ProbeBw => (CYCLE[self.cycle_index], self.probe_bw_cwnd_gain),
             Mode::ProbeRtt => (1.0, 1.0),
         };
@@ -451,7 +585,7 @@ impl Bbr {
         if !self.has_seen_rtt && srtt.is_some() {
             self.init_pacing_rate(srtt);
         }
-        let rate = self.max_bw() * self.pacing_gain * PACING_MARGIN;
+        let rate = self.bw() * self.pacing_gain * PACING_MARGIN;
         if self.full_bw_reached || rate > self.pacing_rate {
             self.pacing_rate = rate;
         }
@@ -484,7 +618,7 @@ impl Bbr {
         let mut cwnd = self.cwnd;
         if ev.acked_sacked > 0 && !self.recover_or_restore(ev, &mut cwnd) {
             let target =
-                self.quantization_budget(self.bdp(self.max_bw(), self.cwnd_gain) + self.aggregation_allowance());
+                self.quantization_budget(self.bdp(self.bw(), self.cwnd_gain) + self.aggregation_allowance());
             if self.full_bw_reached {
                 cwnd = (cwnd + ev.acked_sacked).min(target);
             } else if cwnd < target || ev.delivered < INIT_CWND_SEGMENTS * mss {
@@ -505,6 +639,8 @@ impl CongestionControl for Bbr {
     }
 
     fn on_rate_sample(&mut self, ev: &RateEvent) {
+        self.lost += ev.losses;
+        self.delivered = ev.delivered;
         self.update_bw(ev);
         self.update_ack_aggregation(ev);
         self.update_cycle_phase(ev);
@@ -524,13 +660,18 @@ impl CongestionControl for Bbr {
 
     /// A timeout: the window is what is in flight (nothing, all being
     /// marked lost) plus one segment; STARTUP's plateau count restarts.
-    fn on_timeout(&mut self, _now: Time, _flight_size: u64, first: bool) {
+    fn on_timeout(&mut self, now: Time, _flight_size: u64, first: bool) {
         if first {
             self.save_cwnd();
         }
         self.prev_state = LossState::Loss;
         self.full_bw = 0.0;
-        self.round_start = true;
+        self.round_start = true; // (Linux: treat a timeout as the end of a round)
+        if self.long_term_bw {
+            // (as Linux's bbr_set_state: a sample with a loss; the bytes the
+            // timeout marks lost are not added to `lost` here)
+            self.lt_sampling(now, self.delivered, true, false);
+        }
         self.cwnd = self.mss();
     }
 
@@ -674,5 +815,75 @@ mod tests {
         assert!((b.max_bw() - rate).abs() < 1.0, "{}", b.max_bw());
         let bdp = 100_000;
         assert!(b.cwnd >= 2 * bdp && b.cwnd <= 2 * bdp + 10_000, "{}", b.cwnd);
+    }
+
+    /// Drive `rounds` round trips of 100 ms, ten ACKs each, delivering at
+    /// `rate` with `loss` of the delivered bytes reported lost alongside;
+    /// returns each round's last pacing rate and gain.
+    fn drive(b: &mut Bbr, clock: &mut (Time, u64), rounds: usize, rate: f64, loss: f64) -> Vec<(f64, f64)> {
+        let rtt = 100 * MILLISECOND;
+        let per_ack = (rate * 0.01) as u64; // 10 ms of data
+        let mut seen = Vec::new();
+        for _ in 0..rounds {
+            for _ in 0..10 {
+                let (now, delivered) = (clock.0 + rtt / 10, clock.1 + per_ack);
+                *clock = (now, delivered);
+                let ev = RateEvent {
+                    now,
+                    sample: RateSample::new(10 * per_ack, rtt, delivered.saturating_sub(10 * per_ack), false),
+                    delivered,
+                    acked_sacked: per_ack,
+                    losses: (per_ack as f64 * loss) as u64,
+                    prior_in_flight: 10 * per_ack,
+                    in_flight: 10 * per_ack,
+                    rtt: Some(rtt),
+                    srtt: Some(rtt),
+                    state: LossState::Open,
+                    pacing_wait: 0,
+                };
+                b.on_rate_sample(&ev);
+            }
+            seen.push((b.pacing_rate, b.pacing_gain));
+        }
+        seen
+    }
+
+    /// Linux's policer detection (tcp_bbr.c, bbr_lt_bw_sampling): a flow
+    /// in PROBE_BW at 1 MB/s whose path turns into a policer at 0.5 MB/s
+    /// dropping a third of its packets takes, after two lossy intervals of
+    /// at least 4 rounds whose rates agree, their mean as its estimate and
+    /// paces at exactly that (gain 1, 1 % margin) for 48 rounds, where the
+    /// windowed maximum would have kept 1 MB/s for 10 rounds and cycled
+    /// the gain; then it cycles again.
+    #[test]
+    fn a_policer_is_detected_and_its_rate_used_for_48_rounds() {
+        let mut b = bbr_with(&[("ack_aggregation", false.into())]);
+        let mut clock = (0, 0);
+        drive(&mut b, &mut clock, 30, 1e6, 0.0);
+        assert_eq!(b.mode, Mode::ProbeBw);
+        let policed = drive(&mut b, &mut clock, 12, 0.5e6, 1.0 / 3.0);
+        assert!(b.lt.use_bw, "not detected in 12 rounds: {policed:?}");
+        let held = drive(&mut b, &mut clock, 40, 0.5e6, 1.0 / 3.0);
+        for &(rate, gain) in &held {
+            assert_eq!(gain, 1.0, "{held:?}");
+            assert!((rate / (0.99 * 0.5e6) - 1.0).abs() < 0.01, "{rate}");
+        }
+        let after = drive(&mut b, &mut clock, 16, 0.5e6, 0.0);
+        assert!(!b.lt.use_bw, "still in use after 48 rounds");
+        assert!(after.iter().any(|&(_, g)| g != 1.0), "the gain cycles again: {after:?}");
+    }
+
+    /// Below 50/256 lost, or with the sampling off, no long-term estimate:
+    /// the rate follows the windowed maximum.
+    #[test]
+    fn no_policer_below_the_loss_threshold_or_when_off() {
+        for (params, loss) in [(vec![], 0.15), (vec![("long_term_bw", false.into())], 1.0 / 3.0)] {
+            let mut b = bbr_with(&params);
+            let mut clock = (0, 0);
+            drive(&mut b, &mut clock, 30, 1e6, 0.0);
+            let seen = drive(&mut b, &mut clock, 40, 0.5e6, loss);
+            assert!(!b.lt.use_bw, "loss {loss}");
+            assert!(seen.iter().any(|&(_, g)| g != 1.0), "the gain keeps cycling: {seen:?}");
+        }
     }
 }

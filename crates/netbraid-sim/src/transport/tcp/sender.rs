@@ -174,9 +174,28 @@ pub struct TcpSender {
     /// (BBR), which is handed a sample after every ACK.
     rate: Option<Box<RateSampling>>,
     /// Pacing (when the controller gives a rate): the earliest time the next
-    /// segment may leave, and the timer that sends it.
+    /// burst may leave, the timer that sends it, and the burst last sent
+    /// (boxed when the first one leaves: most senders never pace).
     pacing_next: Time,
     pacing_deadline: Option<Time>,
+    burst: Option<Box<Burst>>,
+}
+
+/// The pacing burst last sent. Linux paces whole TSO/GSO packets: a burst
+/// of up to `pacing_burst` segments leaves at one instant, and the next may
+/// leave the burst's length / rate later (`tcp_update_skb_after_send`).
+#[derive(Clone, Copy, Debug, Default)]
+struct Burst {
+    /// The instant it left.
+    at: Time,
+    /// When it was due, or `at` if that was later: the next is due its
+    /// length / rate after this.
+    base: Time,
+    /// How late it left: up to half its interval is taken back.
+    credit: Time,
+    /// Bytes in it so far, and segments it may still take.
+    bytes: u64,
+    left: u64,
 }
 
 /// A rate-based sender's delivery-rate state (the Internet-Draft
@@ -243,6 +262,7 @@ impl TcpSender {
             rate: cc.rate_based().then(Box::default),
             pacing_next: 0,
             pacing_deadline: None,
+            burst: None,
             cc,
             cfg,
         }
@@ -1607,28 +1627,21 @@ impl TcpSender {
     }
 
     /// Pacing holds the next segment back: the pacing timer will send it.
+    /// A segment goes when the next burst is due, or in the burst that left
+    /// at this instant while it has room (the rest of the TSO packet).
     /// (An unpaced sender's `pacing_next` stays 0: the first test ends it.)
     fn pacing_holds(&mut self, now: Time) -> bool {
-        if self.pacing_next > now && self.pacing_next > now + self.burst_allowance() {
-            self.pacing_deadline = Some(self.pacing_next);
-            return true;
+        if self.pacing_next <= now || self.burst.as_ref().is_some_and(|b| b.at == now && b.left > 0) {
+            return false;
         }
-        false
+        self.pacing_deadline = Some(self.pacing_next);
+        true
     }
 
-    /// How far ahead of its pacing time a segment may go: the rest of a
-    /// burst of `pacing_burst` segments (a TSO burst leaves at once, and
-    /// the next one a burst's interval later); unbounded when not pacing.
-    fn burst_allowance(&self) -> Time {
-        match self.cc.pacing_rate().filter(|r| *r > 0.0) {
-            None => Time::MAX / 4,
-            Some(rate) => ((self.cc.pacing_burst().max(1) - 1) as f64 * self.mss as f64 * 1e9 / rate) as Time,
-        }
-    }
-
-    /// The next segment may leave `len` / rate after this one (Linux's
-    /// tcp_update_skb_after_send: not for the first 10 segments, and a
-    /// segment sent late takes up to half its own interval of credit).
+    /// Account a segment of `len` bytes sent now to its burst and set when
+    /// the next burst may leave (Linux's tcp_update_skb_after_send: not for
+    /// the first 10 segments; the burst's length / rate after it was due,
+    /// less up to half of that if it left late).
     fn pace(&mut self, now: Time, len: u64) {
         let Some(rate) = self.cc.pacing_rate().filter(|r| *r > 0.0) else {
             return;
@@ -1636,10 +1649,23 @@ impl TcpSender {
         if self.stats.packets_sent < 10 {
             return; // (the first nine go at once; the tenth is paced, as data_segs_out ≥ 10)
         }
-        let interval = (len as f64 * 1e9 / rate) as Time;
-        let start = self.pacing_next.max(now);
-        let credit = start - self.pacing_next;
-        self.pacing_next = start + interval - credit.min(interval / 2);
+        let (next, size) = (self.pacing_next, self.cc.pacing_burst().max(1));
+        let b = self.burst.get_or_insert_with(Box::default);
+        if b.at == now && b.left > 0 {
+            b.left -= 1;
+            b.bytes += len;
+        } else {
+            let base = next.max(now);
+            **b = Burst {
+                at: now,
+                base,
+                credit: base - next,
+                bytes: len,
+                left: size - 1,
+            };
+        }
+        let span = (b.bytes as f64 * 1e9 / rate) as Time;
+        self.pacing_next = b.base + span - b.credit.min(span / 2);
     }
 
     fn emit(&mut self, now: Time, seq: u64, len: u64, out: &mut Outbox) {
