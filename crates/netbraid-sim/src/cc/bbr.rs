@@ -617,8 +617,7 @@ impl Bbr {
         let mss = self.mss();
         let mut cwnd = self.cwnd;
         if ev.acked_sacked > 0 && !self.recover_or_restore(ev, &mut cwnd) {
-            let target =
-                self.quantization_budget(self.bdp(self.bw(), self.cwnd_gain) + self.aggregation_allowance());
+            let target = self.quantization_budget(self.bdp(self.bw(), self.cwnd_gain) + self.aggregation_allowance());
             if self.full_bw_reached {
                 cwnd = (cwnd + ev.acked_sacked).min(target);
             } else if cwnd < target || ev.delivered < INIT_CWND_SEGMENTS * mss {

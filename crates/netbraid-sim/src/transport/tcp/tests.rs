@@ -709,7 +709,13 @@ mod rate_based {
         sender_with(rack, rate, iw, burst, true)
     }
 
-    pub fn sender_with(rack: bool, rate: Option<f64>, iw: u32, burst: u64, conserve: bool) -> (TcpSender, Arc<Mutex<Seen>>) {
+    pub fn sender_with(
+        rack: bool,
+        rate: Option<f64>,
+        iw: u32,
+        burst: u64,
+        conserve: bool,
+    ) -> (TcpSender, Arc<Mutex<Seen>>) {
         let cfg = TcpConfig {
             mss: MSS as u32,
             initial_window: iw,
