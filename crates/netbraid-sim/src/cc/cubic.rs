@@ -103,6 +103,9 @@ pub struct Cubic {
     c: f64,
     /// Multiplicative decrease β_cubic.
     beta: f64,
+    /// The Reno-friendly estimate's growth, 3(1 − β)/(1 + β) per round trip
+    /// (worked out once: a division per ACK showed in the profile).
+    friendly_alpha: f64,
     fast_convergence: bool,
     reno_friendly: bool,
     /// Congestion window, bytes.
@@ -155,6 +158,7 @@ impl Cubic {
         Self {
             c: p.number("c"),
             beta: p.number("beta"),
+            friendly_alpha: 3.0 * (1.0 - p.number("beta")) / (1.0 + p.number("beta")),
             fast_convergence: p.flag("fast_convergence"),
             reno_friendly: p.flag("reno_friendly"),
             cwnd: cfg.initial_window,
@@ -274,7 +278,7 @@ impl CongestionControl for Cubic {
         let alpha = if self.alpha_switch && self.w_est >= self.cwnd_prior {
             1.0
         } else {
-            3.0 * (1.0 - self.beta) / (1.0 + self.beta)
+            self.friendly_alpha
         };
         self.w_est += alpha * acked_segments / cwnd;
         if self.reno_friendly && self.friendly_ramp {

@@ -119,12 +119,11 @@ impl Rack {
     pub fn reordering_window(
         &self,
         in_recovery: bool,
-        sacked_segments: u64,
-        dupthresh: u64,
+        dupthresh_sacked: bool,
         min_rtt: Option<Time>,
         srtt: Option<Time>,
     ) -> Time {
-        if !self.reordering_seen && (in_recovery || sacked_segments >= dupthresh) {
+        if !self.reordering_seen && (in_recovery || dupthresh_sacked) {
             return 0;
         }
         let quarter = min_rtt.unwrap_or(0) / 4;
@@ -257,14 +256,14 @@ mod tests {
     fn reordering_window() {
         let r = Rack::default();
         let (min, srtt) = (Some(40 * MS), Some(60 * MS));
-        assert_eq!(r.reordering_window(false, 1, 3, min, srtt), 10 * MS);
+        assert_eq!(r.reordering_window(false, false, min, srtt), 10 * MS);
         assert_eq!(
-            r.reordering_window(true, 1, 3, min, srtt),
+            r.reordering_window(true, false, min, srtt),
             0,
             "in recovery, no reordering seen"
         );
         assert_eq!(
-            r.reordering_window(false, 3, 3, min, srtt),
+            r.reordering_window(false, true, min, srtt),
             0,
             "DupThresh segments SACKed"
         );
@@ -272,9 +271,9 @@ mod tests {
             reordering_seen: true,
             ..Rack::default()
         };
-        assert_eq!(seen.reordering_window(true, 9, 3, min, srtt), 10 * MS);
+        assert_eq!(seen.reordering_window(true, true, min, srtt), 10 * MS);
         assert_eq!(
-            seen.reordering_window(true, 9, 3, Some(400 * MS), srtt),
+            seen.reordering_window(true, true, Some(400 * MS), srtt),
             60 * MS,
             "at most SRTT"
         );

@@ -59,6 +59,9 @@ struct Sent {
 struct SentList {
     v: Vec<Sent>,
     head: usize,
+    /// Segments in the list marked lost: with none, the searches for a
+    /// segment to repair end at once (they run on every send).
+    lost: usize,
 }
 
 impl SentList {
@@ -76,6 +79,7 @@ impl SentList {
     fn ack(&mut self, ack: u64) {
         let mut h = self.head;
         while h < self.v.len() && self.v[h].seq + self.v[h].len <= ack {
+            self.lost -= self.v[h].lost as usize;
             h += 1;
         }
         if let Some(s) = self.v.get_mut(h).filter(|s| s.seq < ack) {
@@ -881,12 +885,15 @@ impl TcpSender {
         if let Some(rack) = self.rack.as_deref_mut() {
             // Every segment not SACKed is lost now (RFC 8985 §6.3; Linux's
             // tcp_timeout_mark_lost), and no probe is outstanding.
+            let mut newly = 0;
             for seg in self.sent.as_mut_slice() {
                 if !self.sacked.is_sacked(seg.seq) {
+                    newly += !seg.lost as usize;
                     seg.lost = true;
                     seg.rexmit_in_flight = false;
                 }
             }
+            self.sent.lost += newly;
             rack.deadline = None;
             if let Some(tlp) = self.tlp.as_deref_mut() {
                 *tlp = Tlp::default();
@@ -1242,21 +1249,17 @@ impl TcpSender {
     /// and has waited its RTT plus the reordering window; arm the reordering
     /// timer for the others. True if any segment is marked lost now.
     fn rack_detect(&mut self, now: Time) -> bool {
-        let sacked_segments = self.sacked.bytes() / self.mss;
+        // (DupThresh whole segments SACKed, without a division per ACK)
+        let dupthresh_sacked = self.sacked.bytes() >= self.cfg.dupthresh as u64 * self.mss;
         let in_loss_recovery = self.in_loss_recovery();
         let Some(rack) = self.rack.as_deref_mut() else {
             return false;
         };
-        let reo_wnd = rack.reordering_window(
-            in_loss_recovery,
-            sacked_segments,
-            self.cfg.dupthresh as u64,
-            self.rtt.min_rtt,
-            self.rtt.srtt(),
-        );
+        let reo_wnd = rack.reordering_window(in_loss_recovery, dupthresh_sacked, self.rtt.min_rtt, self.rtt.srtt());
         let mut timeout: Option<Time> = None;
         let mut any_lost = false;
         let mut lost_bytes = 0;
+        let mut newly = 0;
         for seg in self.sent.as_mut_slice() {
             if (seg.lost && !seg.rexmit_in_flight) || self.sacked.is_sacked(seg.seq) {
                 continue; // waiting to be sent again, or delivered
@@ -1267,6 +1270,7 @@ impl TcpSender {
                 None if !seg.retransmitted => break,
                 None => {}
                 Some(0) => {
+                    newly += !seg.lost as usize;
                     seg.lost = true;
                     seg.rexmit_in_flight = false; // (a lost retransmission)
                     any_lost = true;
@@ -1275,6 +1279,7 @@ impl TcpSender {
                 Some(left) => timeout = Some(timeout.map_or(left, |t: Time| t.max(left))),
             }
         }
+        self.sent.lost += newly;
         rack.deadline = timeout.map(|t| match self.cfg.timer_tick {
             0 => now + t,
             tick => tick_deadline(now, t + LINUX_TIMER_SLACK, tick), // tcp_rack_mark_lost
@@ -1301,6 +1306,10 @@ impl TcpSender {
 
     /// The first segment marked lost and not sent again since.
     fn first_lost(&self) -> Option<u64> {
+        debug_assert_eq!(self.sent.lost, self.sent.as_slice().iter().filter(|s| s.lost).count());
+        if self.sent.lost == 0 {
+            return None;
+        }
         self.sent
             .as_slice()
             .iter()
