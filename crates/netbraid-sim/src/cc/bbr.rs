@@ -195,8 +195,10 @@ pub struct Bbr {
     /// Long-term ("policer") sampling; lost bytes so far, counted here.
     lt: LongTerm,
     lost: u64,
-    /// Bytes delivered as of the last sample.
+    /// Bytes delivered as of the last sample, and when data was last
+    /// delivered (Linux's `delivered_mstamp`).
     delivered: u64,
+    delivered_at: Time,
     rng: RandomStream,
 }
 
@@ -257,6 +259,7 @@ impl Bbr {
             lt: LongTerm::default(),
             lost: 0,
             delivered: 0,
+            delivered_at: 0,
             rng: RandomStream::new(cfg.seed, "bbr"),
             cfg,
         };
@@ -433,7 +436,8 @@ impl Bbr {
         let bw = got as f64 * 1000.0 / ms as f64;
         if self.lt.bw > 0.0 {
             let diff = (bw - self.lt.bw).abs();
-            if diff <= LT_BW_RATIO * self.lt.bw || diff <= LT_BW_DIFF {
+            // (Linux compares the difference as a rate with the pacing margin)
+            if diff <= LT_BW_RATIO * self.lt.bw || diff * PACING_MARGIN <= LT_BW_DIFF {
                 self.lt.bw = (bw + self.lt.bw) / 2.0;
                 self.lt.use_bw = true;
                 self.lt.rounds = 0;
@@ -638,8 +642,11 @@ impl CongestionControl for Bbr {
     }
 
     fn on_rate_sample(&mut self, ev: &RateEvent) {
-        self.lost += ev.losses;
+        self.lost = ev.lost_total;
         self.delivered = ev.delivered;
+        if ev.acked_sacked > 0 {
+            self.delivered_at = ev.now;
+        }
         self.update_bw(ev);
         self.update_ack_aggregation(ev);
         self.update_cycle_phase(ev);
@@ -659,7 +666,11 @@ impl CongestionControl for Bbr {
 
     /// A timeout: the window is what is in flight (nothing, all being
     /// marked lost) plus one segment; STARTUP's plateau count restarts.
-    fn on_timeout(&mut self, now: Time, _flight_size: u64, first: bool) {
+    fn on_timeout_marked(&mut self, lost_total: u64) {
+        self.lost = lost_total;
+    }
+
+    fn on_timeout(&mut self, _now: Time, _flight_size: u64, first: bool) {
         if first {
             self.save_cwnd();
         }
@@ -667,9 +678,9 @@ impl CongestionControl for Bbr {
         self.full_bw = 0.0;
         self.round_start = true; // (Linux: treat a timeout as the end of a round)
         if self.long_term_bw {
-            // (as Linux's bbr_set_state: a sample with a loss; the bytes the
-            // timeout marks lost are not added to `lost` here)
-            self.lt_sampling(now, self.delivered, true, false);
+            // (as Linux's bbr_set_state: a sample with a loss, timed at the
+            // last delivery; `on_timeout_marked` has counted the flight lost)
+            self.lt_sampling(self.delivered_at, self.delivered, true, false);
         }
         self.cwnd = self.mss();
     }
@@ -795,6 +806,7 @@ mod tests {
                 delivered,
                 acked_sacked: delivered_this_round,
                 losses: 0,
+                lost_total: 0,
                 prior_in_flight: sent,
                 // (the queue drains while DRAIN paces below the rate)
                 in_flight: if b.full_bw_reached {
@@ -819,20 +831,22 @@ mod tests {
     /// Drive `rounds` round trips of 100 ms, ten ACKs each, delivering at
     /// `rate` with `loss` of the delivered bytes reported lost alongside;
     /// returns each round's last pacing rate and gain.
-    fn drive(b: &mut Bbr, clock: &mut (Time, u64), rounds: usize, rate: f64, loss: f64) -> Vec<(f64, f64)> {
+    fn drive(b: &mut Bbr, clock: &mut (Time, u64, u64), rounds: usize, rate: f64, loss: f64) -> Vec<(f64, f64)> {
         let rtt = 100 * MILLISECOND;
         let per_ack = (rate * 0.01) as u64; // 10 ms of data
         let mut seen = Vec::new();
         for _ in 0..rounds {
             for _ in 0..10 {
-                let (now, delivered) = (clock.0 + rtt / 10, clock.1 + per_ack);
-                *clock = (now, delivered);
+                let losses = (per_ack as f64 * loss) as u64;
+                let (now, delivered, lost_total) = (clock.0 + rtt / 10, clock.1 + per_ack, clock.2 + losses);
+                *clock = (now, delivered, lost_total);
                 let ev = RateEvent {
                     now,
                     sample: RateSample::new(10 * per_ack, rtt, delivered.saturating_sub(10 * per_ack), false),
                     delivered,
                     acked_sacked: per_ack,
-                    losses: (per_ack as f64 * loss) as u64,
+                    losses,
+                    lost_total,
                     prior_in_flight: 10 * per_ack,
                     in_flight: 10 * per_ack,
                     rtt: Some(rtt),
@@ -850,23 +864,38 @@ mod tests {
     /// Linux's policer detection (tcp_bbr.c, bbr_lt_bw_sampling): a flow
     /// in PROBE_BW at 1 MB/s whose path turns into a policer at 0.5 MB/s
     /// dropping a third of its packets takes, after two lossy intervals of
-    /// at least 4 rounds whose rates agree, their mean as its estimate and
-    /// paces at exactly that (gain 1, 1 % margin) for 48 rounds, where the
-    /// windowed maximum would have kept 1 MB/s for 10 rounds and cycled
-    /// the gain; then it cycles again.
+    /// at least 4 rounds whose rates agree, their mean as its estimate —
+    /// while the windowed maximum still holds 1 MB/s — and paces at exactly
+    /// that (gain 1, 1 % margin) for 48 rounds of PROBE_BW; then the gain
+    /// cycles again.
     #[test]
     fn a_policer_is_detected_and_its_rate_used_for_48_rounds() {
         let mut b = bbr_with(&[("ack_aggregation", false.into())]);
-        let mut clock = (0, 0);
+        let mut clock = (0, 0, 0);
         drive(&mut b, &mut clock, 30, 1e6, 0.0);
         assert_eq!(b.mode, Mode::ProbeBw);
-        let policed = drive(&mut b, &mut clock, 12, 0.5e6, 1.0 / 3.0);
-        assert!(b.lt.use_bw, "not detected in 12 rounds: {policed:?}");
-        let held = drive(&mut b, &mut clock, 40, 0.5e6, 1.0 / 3.0);
+        let mut rounds = 0;
+        while !b.lt.use_bw {
+            drive(&mut b, &mut clock, 1, 0.5e6, 1.0 / 3.0);
+            rounds += 1;
+            assert!(rounds <= 10, "not detected in 10 rounds");
+        }
+        assert!(
+            rounds >= 2 * LT_INTERVAL_MIN_ROUNDS as usize,
+            "two intervals of 4 rounds: {rounds}"
+        );
+        assert!(
+            (b.max_bw() / 1e6 - 1.0).abs() < 1e-9,
+            "the max filter still holds 1 MB/s"
+        );
+        assert!((b.pacing_rate / (0.99 * 0.5e6) - 1.0).abs() < 0.01, "{}", b.pacing_rate);
+        assert!(b.cwnd < 2 * 100_000, "the window follows the policed rate: {}", b.cwnd);
+        let held = drive(&mut b, &mut clock, LT_BW_MAX_ROUNDS as usize - 2, 0.5e6, 1.0 / 3.0);
         for &(rate, gain) in &held {
             assert_eq!(gain, 1.0, "{held:?}");
             assert!((rate / (0.99 * 0.5e6) - 1.0).abs() < 0.01, "{rate}");
         }
+        assert!(b.lt.use_bw, "still in use before 48 rounds");
         let after = drive(&mut b, &mut clock, 16, 0.5e6, 0.0);
         assert!(!b.lt.use_bw, "still in use after 48 rounds");
         assert!(after.iter().any(|&(_, g)| g != 1.0), "the gain cycles again: {after:?}");
@@ -876,9 +905,15 @@ mod tests {
     /// the rate follows the windowed maximum.
     #[test]
     fn no_policer_below_the_loss_threshold_or_when_off() {
-        for (params, loss) in [(vec![], 0.15), (vec![("long_term_bw", false.into())], 1.0 / 3.0)] {
+        // (50/256 = 0.195: 0.21 lost is a policer, 0.18 is not)
+        let mut b = bbr_with(&[]);
+        let mut clock = (0, 0, 0);
+        drive(&mut b, &mut clock, 30, 1e6, 0.0);
+        drive(&mut b, &mut clock, 12, 0.5e6, 0.21);
+        assert!(b.lt.use_bw, "0.21 lost");
+        for (params, loss) in [(vec![], 0.18), (vec![("long_term_bw", false.into())], 1.0 / 3.0)] {
             let mut b = bbr_with(&params);
-            let mut clock = (0, 0);
+            let mut clock = (0, 0, 0);
             drive(&mut b, &mut clock, 30, 1e6, 0.0);
             let seen = drive(&mut b, &mut clock, 40, 0.5e6, loss);
             assert!(!b.lt.use_bw, "loss {loss}");

@@ -91,6 +91,9 @@ pub struct RateEvent {
     pub acked_sacked: u64,
     /// Bytes this ACK's processing marked lost.
     pub losses: u64,
+    /// Bytes marked lost so far on the connection, by ACKs, timers and
+    /// timeouts (Linux's `tp->lost`).
+    pub lost_total: u64,
     /// Bytes in flight before this ACK and after it (sent, not delivered,
     /// not marked lost; retransmissions counted).
     pub prior_in_flight: u64,
@@ -162,6 +165,11 @@ pub trait CongestionControl: Send {
     /// and `on_timeout` still say that a recovery or a timeout began.
     fn rate_based(&self) -> bool {
         false
+    }
+    /// A timeout has just marked the flight lost: the connection's bytes
+    /// marked lost so far, before `on_timeout` (rate-based controllers).
+    fn on_timeout_marked(&mut self, lost_total: u64) {
+        let _ = lost_total;
     }
     fn on_rate_sample(&mut self, ev: &RateEvent) {
         let _ = ev;

@@ -212,6 +212,9 @@ struct RateSampling {
     sample: RateSample,
     ack_lost: u64,
     ack_newest_sent: Option<Time>,
+    /// Bytes marked lost so far, by ACKs, timers and timeouts (Linux's
+    /// `tp->lost`).
+    lost_total: u64,
     /// Smallest per-ACK RTT (the rate samples' floor, as Linux's tcp_min_rtt).
     min_ack_rtt: Option<Time>,
     /// Without RACK: how far RFC 6675's IsLost reaches (bytes below it and
@@ -616,7 +619,9 @@ impl TcpSender {
     fn feed_rate_sample(&mut self, now: Time, delivered_before: u64, prior_in_flight: u64) {
         if !self.cfg.rack && self.cfg.recovery == Recovery::Sack {
             let lost = self.newly_lost_rfc6675();
-            self.rate_mut().ack_lost += lost;
+            let r = self.rate_mut();
+            r.ack_lost += lost;
+            r.lost_total += lost;
         }
         let r = self.rate_mut();
         let rtt = r.ack_newest_sent.map(|t| now - t);
@@ -625,7 +630,7 @@ impl TcpSender {
         }
         let mut sample = r.sample;
         r.est.finish(&mut sample, r.min_ack_rtt);
-        let (delivered, losses) = (r.est.delivered, r.ack_lost);
+        let (delivered, losses, lost_total) = (r.est.delivered, r.ack_lost, r.lost_total);
         let state = if self.in_recovery {
             LossState::Recovery
         } else if self.in_loss_recovery() {
@@ -640,6 +645,7 @@ impl TcpSender {
             delivered,
             acked_sacked: delivered - delivered_before,
             losses,
+            lost_total,
             prior_in_flight,
             in_flight,
             rtt,
@@ -859,15 +865,18 @@ impl TcpSender {
         }
         let cwnd_before = self.cwnd();
         let flight = self.snd_max - self.snd_una;
-        if self.ns2() {
-            self.cc.on_timeout(now, self.ns2_flight(), true);
+        // (the controller hears of the timeout once the flight is marked
+        // lost below, as Linux's tcp_enter_loss marks it before the state
+        // change a rate-based controller acts on)
+        let (base, first) = if self.ns2() {
+            (self.ns2_flight(), true)
         } else {
             // (Linux reduces once per window: a timeout in fast recovery
             // keeps the recovery's ssthresh, as tcp_enter_loss)
             let first =
                 self.last_timeout_una != Some(self.snd_una) && !(self.cfg.ssthresh_from_cwnd && self.in_recovery);
-            self.cc.on_timeout(now, self.reduction_base(flight, cwnd_before), first);
-        }
+            (self.reduction_base(flight, cwnd_before), first)
+        };
         self.last_timeout_una = Some(self.snd_una);
         self.mark_loss();
         self.rtt.back_off();
@@ -885,10 +894,13 @@ impl TcpSender {
         if let Some(rack) = self.rack.as_deref_mut() {
             // Every segment not SACKed is lost now (RFC 8985 §6.3; Linux's
             // tcp_timeout_mark_lost), and no probe is outstanding.
-            let mut newly = 0;
+            let (mut newly, mut newly_bytes) = (0, 0);
             for seg in self.sent.as_mut_slice() {
                 if !self.sacked.is_sacked(seg.seq) {
-                    newly += !seg.lost as usize;
+                    if !seg.lost {
+                        newly += 1;
+                        newly_bytes += seg.len;
+                    }
                     seg.lost = true;
                     seg.rexmit_in_flight = false;
                 }
@@ -898,7 +910,12 @@ impl TcpSender {
             if let Some(tlp) = self.tlp.as_deref_mut() {
                 *tlp = Tlp::default();
             }
+            if let Some(r) = self.rate.as_deref_mut() {
+                r.lost_total += newly_bytes;
+                self.cc.on_timeout_marked(r.lost_total);
+            }
         }
+        self.cc.on_timeout(now, base, first);
         // Go-back-N from snd_una; send_available skips SACKed segments.
         self.snd_nxt = self.snd_una;
         self.high_rxt = self.snd_una;
@@ -1286,6 +1303,7 @@ impl TcpSender {
         });
         if let Some(r) = self.rate.as_deref_mut() {
             r.ack_lost += lost_bytes;
+            r.lost_total += lost_bytes;
         }
         any_lost || self.first_lost().is_some()
     }
@@ -1656,7 +1674,11 @@ impl TcpSender {
             return;
         };
         if self.stats.packets_sent < 10 {
-            return; // (the first nine go at once; the tenth is paced, as data_segs_out ≥ 10)
+            // (the first nine go at once; the tenth is paced, as data_segs_out
+            // ≥ 10; the pacing clock keeps up with them, as Linux's
+            // tcp_wstamp_ns does, so the tenth is not taken for late)
+            self.pacing_next = self.pacing_next.max(now);
+            return;
         }
         let (next, size) = (self.pacing_next, self.cc.pacing_burst().max(1));
         let b = self.burst.get_or_insert_with(Box::default);
