@@ -38,9 +38,9 @@ pub struct CongestionRecord {
 
 /// A segment that was sent: its first byte and its length, and what RACK
 /// needs (RFC 8985 §6.1): when it was last sent, whether it was sent more
-/// than once, whether it is marked lost, and whether a retransmission of it
-/// is in flight (sent and not known lost); and what delivery-rate
-/// estimation remembers of its last sending.
+/// than once, whether it is marked lost, whether a retransmission of it
+/// is in flight (sent and not known lost) and whether it is SACKed; and
+/// what delivery-rate estimation remembers of its last sending.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Sent {
     seq: u64,
@@ -49,19 +49,45 @@ struct Sent {
     retransmitted: bool,
     lost: bool,
     rexmit_in_flight: bool,
+    /// Its first byte is SACKed (the scoreboard's `is_sacked(seq)`, kept
+    /// here when deliveries are tracked per segment: with RACK or rate
+    /// sampling; false otherwise).
+    sacked: bool,
     rate: SendState,
+}
+
+impl Sent {
+    /// Marked lost and not sent again since, nor SACKed: a repair is due.
+    fn awaits_repair(&self) -> bool {
+        self.lost && !self.rexmit_in_flight && !self.sacked
+    }
 }
 
 /// The segments in [snd_una, snd_max), oldest first: a vector with a moving
 /// head, so that acknowledging the oldest is an index step (space is
 /// reclaimed in bulk) — cheaper on the per-ACK path than a ring buffer.
+///
+/// It also keeps totals of the per-segment marks, so that RACK's pipe and
+/// the search for a segment to repair need no walk over the window on
+/// every ACK and send (they ran on every one; each total is checked
+/// against the walk in debug builds). Marks change only through the
+/// methods below.
 #[derive(Default)]
 struct SentList {
     v: Vec<Sent>,
     head: usize,
-    /// Segments in the list marked lost: with none, the searches for a
-    /// segment to repair end at once (they run on every send).
+    /// Segments in the list marked lost, and sent more than once.
     lost: usize,
+    retransmitted: usize,
+    /// Segments awaiting repair (`Sent::awaits_repair`): with none, the
+    /// search for one ends at once.
+    awaiting: usize,
+    /// Bytes of SACKed segments.
+    sacked_bytes: u64,
+    /// Of the segments not SACKed: bytes marked lost, and bytes with a
+    /// retransmission in flight.
+    lost_bytes: u64,
+    rexmit_bytes: u64,
 }
 
 impl SentList {
@@ -72,19 +98,45 @@ impl SentList {
         &mut self.v[self.head..]
     }
     fn push(&mut self, s: Sent) {
+        debug_assert!(!s.lost && !s.rexmit_in_flight && !s.sacked);
         self.v.push(s);
     }
+    /// Take `len` bytes of segment `s` out of the totals (it leaves the
+    /// list, or its acknowledged front does).
+    fn uncount(&mut self, s: Sent, len: u64) {
+        if s.sacked {
+            self.sacked_bytes -= len;
+        } else {
+            self.lost_bytes -= if s.lost { len } else { 0 };
+            self.rexmit_bytes -= if s.rexmit_in_flight { len } else { 0 };
+        }
+    }
     /// Everything below `ack` is acknowledged; a segment acknowledged
-    /// part-way (not by our receivers, which ACK whole segments) keeps its rest.
-    fn ack(&mut self, ack: u64) {
+    /// part-way (not by our receivers, which ACK whole segments) keeps its
+    /// rest. Returns when the last segment starting below `ack` was sent
+    /// and whether it was sent more than once, if it was acknowledged
+    /// whole (the ACK's newest, for its RTT).
+    fn ack(&mut self, ack: u64) -> Option<(Time, bool)> {
         let mut h = self.head;
+        // (mostly no segment in the list is marked: nothing to undo)
+        let marked = self.lost + self.retransmitted > 0 || self.sacked_bytes > 0;
         while h < self.v.len() && self.v[h].seq + self.v[h].len <= ack {
-            self.lost -= self.v[h].lost as usize;
+            let s = self.v[h];
+            if marked && (s.lost || s.retransmitted || s.sacked) {
+                self.lost -= s.lost as usize;
+                self.retransmitted -= s.retransmitted as usize;
+                self.awaiting -= s.awaits_repair() as usize;
+                self.uncount(s, s.len);
+            }
             h += 1;
         }
-        if let Some(s) = self.v.get_mut(h).filter(|s| s.seq < ack) {
+        let mut newest = (h > self.head).then(|| (self.v[h - 1].xmit_ts, self.v[h - 1].retransmitted));
+        if let Some(&s) = self.v.get(h).filter(|s| s.seq < ack) {
+            self.uncount(s, ack - s.seq);
+            let s = &mut self.v[h];
             s.len -= ack - s.seq;
             s.seq = ack;
+            newest = None;
         }
         if h == self.v.len() {
             self.v.clear();
@@ -94,6 +146,69 @@ impl SentList {
             h = 0;
         }
         self.head = h;
+        newest
+    }
+    /// Mark the segment at index `i` (of `as_slice`, not SACKed) lost: a
+    /// retransmission of it in flight is lost too. True if it was not
+    /// marked before.
+    fn mark_lost(&mut self, i: usize) -> bool {
+        let s = &mut self.v[self.head + i];
+        debug_assert!(!s.sacked);
+        let (was_lost, was_awaiting, rexmit) = (s.lost, s.awaits_repair(), s.rexmit_in_flight);
+        (s.lost, s.rexmit_in_flight) = (true, false);
+        let len = s.len;
+        self.lost += !was_lost as usize;
+        self.awaiting += !was_awaiting as usize;
+        self.lost_bytes += if was_lost { 0 } else { len };
+        self.rexmit_bytes -= if rexmit { len } else { 0 };
+        !was_lost
+    }
+    /// The segment at index `i` was sent again.
+    fn mark_retransmitted(&mut self, i: usize) {
+        let s = &mut self.v[self.head + i];
+        let (was_awaiting, was_in_flight, was_retransmitted) = (s.awaits_repair(), s.rexmit_in_flight, s.retransmitted);
+        (s.retransmitted, s.rexmit_in_flight) = (true, true);
+        let (len, sacked) = (s.len, s.sacked);
+        self.retransmitted += !was_retransmitted as usize;
+        self.awaiting -= was_awaiting as usize;
+        self.rexmit_bytes += if was_in_flight || sacked { 0 } else { len };
+    }
+    /// The segment at index `i` was newly SACKed.
+    fn mark_sacked(&mut self, i: usize) {
+        let s = &mut self.v[self.head + i];
+        if s.sacked {
+            return;
+        }
+        let (was_awaiting, before) = (s.awaits_repair(), *s);
+        s.sacked = true;
+        self.awaiting -= was_awaiting as usize;
+        self.uncount(before, before.len);
+        self.sacked_bytes += before.len;
+    }
+    /// The totals, walked (what the debug assertions check them against).
+    fn walked(&self) -> (usize, usize, usize, u64, u64, u64) {
+        let l = self.as_slice();
+        let sum = |f: &dyn Fn(&Sent) -> bool| l.iter().filter(|s| f(s)).map(|s| s.len).sum::<u64>();
+        (
+            l.iter().filter(|s| s.lost).count(),
+            l.iter().filter(|s| s.retransmitted).count(),
+            l.iter().filter(|s| s.awaits_repair()).count(),
+            sum(&|s| s.sacked),
+            sum(&|s| !s.sacked && s.lost),
+            sum(&|s| !s.sacked && s.rexmit_in_flight),
+        )
+    }
+    fn check(&self) {
+        let kept = (
+            self.lost,
+            self.retransmitted,
+            self.awaiting,
+            self.sacked_bytes,
+            self.lost_bytes,
+            self.rexmit_bytes,
+        );
+        let what = "(lost, retransmitted, awaiting, sacked, lost bytes, rexmit bytes)";
+        debug_assert_eq!(kept, self.walked(), "{what}");
     }
 }
 
@@ -725,17 +840,6 @@ impl TcpSender {
                 rtt_sample = Some(sample);
             }
         }
-        let ack_rtt = if self.cc.wants_ack_rtt() {
-            let sent = self.sent.as_slice();
-            let newest = sent.partition_point(|s| s.seq < ack);
-            newest
-                .checked_sub(1)
-                .map(|i| sent[i])
-                .filter(|s| !s.retransmitted && s.seq + s.len <= ack)
-                .map(|s| now - s.xmit_ts)
-        } else {
-            None
-        };
         // A round ends when data sent after it began is acknowledged.
         let round_start = ack > self.round_end;
         if round_start {
@@ -746,7 +850,13 @@ impl TcpSender {
             self.segments_delivered(now, self.snd_una, ack, true);
         }
         self.snd_una = ack;
-        self.sent.ack(ack);
+        let newest = self.sent.ack(ack);
+        // (the newest segment the ACK covers, if sent once: Linux's per-ACK RTT)
+        let ack_rtt = if self.cc.wants_ack_rtt() {
+            newest.filter(|&(_, again)| !again).map(|(sent, _)| now - sent)
+        } else {
+            None
+        };
         self.snd_nxt = self.snd_nxt.max(ack);
         self.high_rxt = self.high_rxt.max(ack);
         self.sacked.prune_below(ack);
@@ -894,18 +1004,13 @@ impl TcpSender {
         if let Some(rack) = self.rack.as_deref_mut() {
             // Every segment not SACKed is lost now (RFC 8985 §6.3; Linux's
             // tcp_timeout_mark_lost), and no probe is outstanding.
-            let (mut newly, mut newly_bytes) = (0, 0);
-            for seg in self.sent.as_mut_slice() {
-                if !self.sacked.is_sacked(seg.seq) {
-                    if !seg.lost {
-                        newly += 1;
-                        newly_bytes += seg.len;
-                    }
-                    seg.lost = true;
-                    seg.rexmit_in_flight = false;
+            let mut newly_bytes = 0;
+            for i in 0..self.sent.as_slice().len() {
+                let seg = self.sent.as_slice()[i];
+                if !seg.sacked && self.sent.mark_lost(i) {
+                    newly_bytes += seg.len;
                 }
             }
-            self.sent.lost += newly;
             rack.deadline = None;
             if let Some(tlp) = self.tlp.as_deref_mut() {
                 *tlp = Tlp::default();
@@ -1244,10 +1349,43 @@ impl TcpSender {
     fn segments_delivered(&mut self, now: Time, from: u64, to: u64, skip_sacked: bool) {
         let min_rtt = self.rtt.min_rtt;
         let sent = self.sent.as_slice();
-        let first = sent.partition_point(|s| s.seq < from);
-        for seg in sent[first..].iter().take_while(|s| s.seq < to) {
-            if skip_sacked && self.sacked.is_sacked(seg.seq) {
-                continue;
+        // (a cumulative ACK's segments start at the head)
+        let first = if from <= sent.first().map_or(from, |s| s.seq) {
+            0
+        } else {
+            sent.partition_point(|s| s.seq < from)
+        };
+        if skip_sacked
+            && first == 0
+            && self.rate.is_none()
+            && self.sent.retransmitted == 0
+            && self.sent.sacked_bytes == 0
+        {
+            // The common cumulative ACK, for RACK alone: original sendings,
+            // none SACKed, so sent in sequence order. What RACK learns from
+            // the run is what it learns from its first (the smallest end:
+            // the reordering test) and its last (the most recently sent).
+            let n = sent.partition_point(|s| s.seq < to);
+            if let Some(rack) = self.rack.as_deref_mut().filter(|_| n > 0) {
+                let (first, last) = (&sent[0], &sent[n - 1]);
+                rack.on_delivered(now, first.xmit_ts, first.seq + first.len, false, min_rtt);
+                if n > 1 {
+                    rack.on_delivered(now, last.xmit_ts, last.seq + last.len, false, min_rtt);
+                }
+            }
+            return;
+        }
+        for i in first..sent.len() {
+            let seg = self.sent.as_slice()[i];
+            if seg.seq >= to {
+                break;
+            }
+            if skip_sacked {
+                if seg.sacked {
+                    continue;
+                }
+            } else {
+                self.sent.mark_sacked(i);
             }
             if let Some(rack) = self.rack.as_deref_mut() {
                 rack.on_delivered(now, seg.xmit_ts, seg.seq + seg.len, seg.retransmitted, min_rtt);
@@ -1276,9 +1414,9 @@ impl TcpSender {
         let mut timeout: Option<Time> = None;
         let mut any_lost = false;
         let mut lost_bytes = 0;
-        let mut newly = 0;
-        for seg in self.sent.as_mut_slice() {
-            if (seg.lost && !seg.rexmit_in_flight) || self.sacked.is_sacked(seg.seq) {
+        for i in 0..self.sent.as_slice().len() {
+            let seg = self.sent.as_slice()[i];
+            if (seg.lost && !seg.rexmit_in_flight) || seg.sacked {
                 continue; // waiting to be sent again, or delivered
             }
             match rack.remaining(now, seg.xmit_ts, seg.seq + seg.len, reo_wnd) {
@@ -1287,16 +1425,14 @@ impl TcpSender {
                 None if !seg.retransmitted => break,
                 None => {}
                 Some(0) => {
-                    newly += !seg.lost as usize;
-                    seg.lost = true;
-                    seg.rexmit_in_flight = false; // (a lost retransmission)
+                    // (a lost retransmission, if one was in flight)
+                    self.sent.mark_lost(i);
                     any_lost = true;
                     lost_bytes += seg.len;
                 }
                 Some(left) => timeout = Some(timeout.map_or(left, |t: Time| t.max(left))),
             }
         }
-        self.sent.lost += newly;
         rack.deadline = timeout.map(|t| match self.cfg.timer_tick {
             0 => now + t,
             tick => tick_deadline(now, t + LINUX_TIMER_SLACK, tick), // tcp_rack_mark_lost
@@ -1324,32 +1460,35 @@ impl TcpSender {
 
     /// The first segment marked lost and not sent again since.
     fn first_lost(&self) -> Option<u64> {
-        debug_assert_eq!(self.sent.lost, self.sent.as_slice().iter().filter(|s| s.lost).count());
-        if self.sent.lost == 0 {
+        if cfg!(debug_assertions) {
+            self.check_marks();
+        }
+        if self.sent.awaiting == 0 {
             return None;
         }
-        self.sent
-            .as_slice()
-            .iter()
-            .find(|s| s.lost && !s.rexmit_in_flight && !self.sacked.is_sacked(s.seq))
-            .map(|s| s.seq)
+        self.sent.as_slice().iter().find(|s| s.awaits_repair()).map(|s| s.seq)
     }
 
     /// RFC 6675's pipe with RACK's marks for IsLost (Linux's packets in
-    /// flight: sent − SACKed − lost + retransmissions in flight).
+    /// flight: sent − SACKed − lost + retransmissions in flight), from the
+    /// list's totals.
     fn rack_pipe(&self) -> u64 {
-        let mut pipe = 0;
-        for s in self.sent.as_slice() {
-            if !self.sacked.is_sacked(s.seq) {
-                if !s.lost {
-                    pipe += s.len;
-                }
-                if s.rexmit_in_flight {
-                    pipe += s.len;
-                }
+        if cfg!(debug_assertions) {
+            self.check_marks();
+        }
+        let s = &self.sent;
+        (self.snd_max - self.snd_una) - s.sacked_bytes - s.lost_bytes + s.rexmit_bytes
+    }
+
+    /// The segment list's totals agree with a walk over it, and (with RACK)
+    /// its SACK marks with the scoreboard.
+    fn check_marks(&self) {
+        self.sent.check();
+        if self.rack.is_some() {
+            for s in self.sent.as_slice() {
+                debug_assert_eq!(s.sacked, self.sacked.is_sacked(s.seq), "SACK mark of {}", s.seq);
             }
         }
-        pipe
     }
 
     /// Arm the probe timer (RFC 8985 §7.2) after sending or on an ACK, when
@@ -1437,12 +1576,12 @@ impl TcpSender {
 
     // ---- transmission ----------------------------------------------------
 
-    /// The already-sent segment starting at `seq` (< snd_max).
-    fn segment_mut(&mut self, seq: u64) -> &mut Sent {
-        let sent = self.sent.as_mut_slice();
+    /// Where the already-sent segment starting at `seq` (< snd_max) is.
+    fn segment_index(&self, seq: u64) -> usize {
+        let sent = self.sent.as_slice();
         let i = sent.partition_point(|s| s.seq < seq);
         debug_assert!(sent.get(i).is_some_and(|s| s.seq == seq), "no segment starts at {seq}");
-        &mut sent[i]
+        i
     }
 
     /// Length of the already-sent segment starting at `seq` (< snd_max).
@@ -1610,6 +1749,7 @@ impl TcpSender {
             retransmitted: false,
             lost: false,
             rexmit_in_flight: false,
+            sacked: false,
             rate,
         });
         if self.timed.is_none() {
@@ -1632,8 +1772,10 @@ impl TcpSender {
 
     fn retransmit(&mut self, now: Time, seq: u64, out: &mut Outbox) -> u64 {
         let rate = self.rate_send_state(now, false);
-        let seg = self.segment_mut(seq);
-        (seg.xmit_ts, seg.retransmitted, seg.rexmit_in_flight, seg.rate) = (now, true, true, rate);
+        let i = self.segment_index(seq);
+        self.sent.mark_retransmitted(i);
+        let seg = &mut self.sent.as_mut_slice()[i];
+        (seg.xmit_ts, seg.rate) = (now, rate);
         let len = seg.len;
         if self.timed.is_some_and(|(end, _)| seq < end) {
             self.timed = None; // Karn: an ambiguous sample would follow
@@ -1748,5 +1890,71 @@ impl TcpSender {
                 ssthresh: self.cc.ssthresh(),
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod sent_list_tests {
+    use super::{Sent, SentList};
+    use crate::transport::tcp::rate::SendState;
+
+    /// Five 1000-byte segments [0, 5000) sent once, unmarked.
+    fn five() -> SentList {
+        let mut l = SentList::default();
+        for k in 0..5 {
+            l.push(Sent {
+                seq: k * 1000,
+                len: 1000,
+                xmit_ts: k,
+                retransmitted: false,
+                lost: false,
+                rexmit_in_flight: false,
+                sacked: false,
+                rate: SendState::default(),
+            });
+        }
+        l
+    }
+
+    /// Linux's packets in flight (RFC 6675's pipe with RACK's marks):
+    /// outstanding − SACKed − lost + retransmissions in flight, from the totals.
+    fn pipe(l: &SentList, outstanding: u64) -> u64 {
+        outstanding - l.sacked_bytes - l.lost_bytes + l.rexmit_bytes
+    }
+
+    #[test]
+    fn totals_follow_the_marks_through_recovery() {
+        let mut l = five();
+        // segments 2 and 3 SACKed, 0 and 1 lost: only segment 4 is in flight
+        l.mark_sacked(2);
+        l.mark_sacked(3);
+        assert!(l.mark_lost(0) && l.mark_lost(1));
+        assert_eq!((pipe(&l, 5000), l.awaiting, l.lost), (1000, 2, 2));
+        // segment 0 sent again: in flight twice over (original lost, copy sent)
+        l.mark_retransmitted(0);
+        assert_eq!((pipe(&l, 5000), l.awaiting, l.retransmitted), (2000, 1, 1));
+        // the retransmission is lost too: marked again, not counted twice
+        assert!(!l.mark_lost(0));
+        assert_eq!((pipe(&l, 5000), l.awaiting, l.lost), (1000, 2, 2));
+        l.check();
+        // the cumulative ACK passes both lost segments
+        assert_eq!(l.ack(2000), Some((1, false)));
+        assert_eq!((pipe(&l, 3000), l.awaiting, l.lost, l.retransmitted), (1000, 0, 0, 0));
+        // part of a SACKed segment acknowledged: its rest stays SACKed
+        assert_eq!(l.ack(2500), None);
+        assert_eq!((l.sacked_bytes, pipe(&l, 2500)), (1500, 1000));
+        l.check();
+    }
+
+    #[test]
+    fn a_sacked_segment_sent_again_is_not_in_flight() {
+        let mut l = five();
+        l.mark_sacked(4);
+        // (a go-back-N resend skips SACKed data; a probe might not)
+        l.mark_retransmitted(4);
+        assert_eq!(pipe(&l, 5000), 4000);
+        l.check();
+        assert_eq!(l.ack(5000), Some((4, true)));
+        assert_eq!((l.sacked_bytes, l.rexmit_bytes, l.retransmitted), (0, 0, 0));
     }
 }
