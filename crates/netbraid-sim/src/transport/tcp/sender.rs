@@ -39,8 +39,10 @@ pub struct CongestionRecord {
 /// A segment that was sent: its first byte and its length, and what RACK
 /// needs (RFC 8985 §6.1): when it was last sent, whether it was sent more
 /// than once, whether it is marked lost, whether a retransmission of it
-/// is in flight (sent and not known lost) and whether it is SACKed; and
-/// what delivery-rate estimation remembers of its last sending.
+/// is in flight (sent and not known lost) and whether it is SACKed. (What
+/// delivery-rate estimation remembers of its last sending is kept beside,
+/// in `SentList::rates`: 32 bytes here would double the list's footprint
+/// for every controller but BBR.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Sent {
     seq: u64,
@@ -53,7 +55,6 @@ struct Sent {
     /// here when deliveries are tracked per segment: with RACK or rate
     /// sampling; false otherwise).
     sacked: bool,
-    rate: SendState,
 }
 
 impl Sent {
@@ -61,6 +62,16 @@ impl Sent {
     fn awaits_repair(&self) -> bool {
         self.lost && !self.rexmit_in_flight && !self.sacked
     }
+}
+
+/// The last segment a cumulative ACK reached (`SentList::ack`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Newest {
+    xmit_ts: Time,
+    end: u64,
+    retransmitted: bool,
+    /// Acknowledged whole (not part-way).
+    whole: bool,
 }
 
 /// The segments in [snd_una, snd_max), oldest first: a vector with a moving
@@ -76,12 +87,15 @@ impl Sent {
 struct SentList {
     v: Vec<Sent>,
     head: usize,
+    /// A rate-based sender's per-segment delivery-rate state, index for
+    /// index with `v` (none for any other sender: boxed, 8 bytes a flow).
+    rates: Option<Box<Vec<SendState>>>,
     /// Segments in the list marked lost, and sent more than once.
-    lost: usize,
-    retransmitted: usize,
+    lost: u32,
+    retransmitted: u32,
     /// Segments awaiting repair (`Sent::awaits_repair`): with none, the
     /// search for one ends at once.
-    awaiting: usize,
+    awaiting: u32,
     /// Bytes of SACKed segments.
     sacked_bytes: u64,
     /// Of the segments not SACKed: bytes marked lost, and bytes with a
@@ -97,9 +111,25 @@ impl SentList {
     fn as_mut_slice(&mut self) -> &mut [Sent] {
         &mut self.v[self.head..]
     }
-    fn push(&mut self, s: Sent) {
+    fn push(&mut self, s: Sent, rate: Option<SendState>) {
         debug_assert!(!s.lost && !s.rexmit_in_flight && !s.sacked);
         self.v.push(s);
+        if let Some(r) = rate {
+            let rates = self.rates.get_or_insert_with(Box::default);
+            rates.push(r);
+            debug_assert_eq!(rates.len(), self.v.len());
+        }
+    }
+    /// The delivery-rate state of the segment at index `i` (rate-based senders).
+    fn rate_mut(&mut self, i: usize) -> &mut SendState {
+        let rates = self.rates.as_deref_mut().expect("a rate-based sender's list");
+        debug_assert_eq!(rates.len(), self.v.len());
+        &mut rates[self.head + i]
+    }
+    fn rate(&self, i: usize) -> &SendState {
+        let rates = self.rates.as_deref().expect("a rate-based sender's list");
+        debug_assert_eq!(rates.len(), self.v.len());
+        &rates[self.head + i]
     }
     /// Take `len` bytes of segment `s` out of the totals (it leaves the
     /// list, or its acknowledged front does).
@@ -113,36 +143,50 @@ impl SentList {
     }
     /// Everything below `ack` is acknowledged; a segment acknowledged
     /// part-way (not by our receivers, which ACK whole segments) keeps its
-    /// rest. Returns when the last segment starting below `ack` was sent
-    /// and whether it was sent more than once, if it was acknowledged
-    /// whole (the ACK's newest, for its RTT).
-    fn ack(&mut self, ack: u64) -> Option<(Time, bool)> {
+    /// rest. Returns the last segment starting below `ack`, as it was
+    /// (`want_newest`; always when acknowledged part-way).
+    fn ack(&mut self, ack: u64, want_newest: bool) -> Option<Newest> {
         let mut h = self.head;
         // (mostly no segment in the list is marked: nothing to undo)
         let marked = self.lost + self.retransmitted > 0 || self.sacked_bytes > 0;
-        while h < self.v.len() && self.v[h].seq + self.v[h].len <= ack {
-            let s = self.v[h];
+        while let Some(s) = self.v.get(h).filter(|s| s.seq + s.len <= ack) {
             if marked && (s.lost || s.retransmitted || s.sacked) {
-                self.lost -= s.lost as usize;
-                self.retransmitted -= s.retransmitted as usize;
-                self.awaiting -= s.awaits_repair() as usize;
+                let s = *s;
+                self.lost -= s.lost as u32;
+                self.retransmitted -= s.retransmitted as u32;
+                self.awaiting -= s.awaits_repair() as u32;
                 self.uncount(s, s.len);
             }
             h += 1;
         }
-        let mut newest = (h > self.head).then(|| (self.v[h - 1].xmit_ts, self.v[h - 1].retransmitted));
+        let newest_of = |s: &Sent, whole| Newest {
+            xmit_ts: s.xmit_ts,
+            end: s.seq + s.len,
+            retransmitted: s.retransmitted,
+            whole,
+        };
+        let mut newest = None;
+        if want_newest && h > self.head {
+            newest = Some(newest_of(&self.v[h - 1], true));
+        }
         if let Some(&s) = self.v.get(h).filter(|s| s.seq < ack) {
+            newest = Some(newest_of(&s, false));
             self.uncount(s, ack - s.seq);
             let s = &mut self.v[h];
             s.len -= ack - s.seq;
             s.seq = ack;
-            newest = None;
         }
         if h == self.v.len() {
             self.v.clear();
+            if let Some(rates) = self.rates.as_deref_mut() {
+                rates.clear();
+            }
             h = 0;
         } else if h >= 64 && 2 * h >= self.v.len() {
             self.v.drain(..h);
+            if let Some(rates) = self.rates.as_deref_mut() {
+                rates.drain(..h);
+            }
             h = 0;
         }
         self.head = h;
@@ -157,8 +201,8 @@ impl SentList {
         let (was_lost, was_awaiting, rexmit) = (s.lost, s.awaits_repair(), s.rexmit_in_flight);
         (s.lost, s.rexmit_in_flight) = (true, false);
         let len = s.len;
-        self.lost += !was_lost as usize;
-        self.awaiting += !was_awaiting as usize;
+        self.lost += !was_lost as u32;
+        self.awaiting += !was_awaiting as u32;
         self.lost_bytes += if was_lost { 0 } else { len };
         self.rexmit_bytes -= if rexmit { len } else { 0 };
         !was_lost
@@ -169,8 +213,8 @@ impl SentList {
         let (was_awaiting, was_in_flight, was_retransmitted) = (s.awaits_repair(), s.rexmit_in_flight, s.retransmitted);
         (s.retransmitted, s.rexmit_in_flight) = (true, true);
         let (len, sacked) = (s.len, s.sacked);
-        self.retransmitted += !was_retransmitted as usize;
-        self.awaiting -= was_awaiting as usize;
+        self.retransmitted += !was_retransmitted as u32;
+        self.awaiting -= was_awaiting as u32;
         self.rexmit_bytes += if was_in_flight || sacked { 0 } else { len };
     }
     /// The segment at index `i` was newly SACKed.
@@ -181,18 +225,19 @@ impl SentList {
         }
         let (was_awaiting, before) = (s.awaits_repair(), *s);
         s.sacked = true;
-        self.awaiting -= was_awaiting as usize;
+        self.awaiting -= was_awaiting as u32;
         self.uncount(before, before.len);
         self.sacked_bytes += before.len;
     }
     /// The totals, walked (what the debug assertions check them against).
-    fn walked(&self) -> (usize, usize, usize, u64, u64, u64) {
+    fn walked(&self) -> (u32, u32, u32, u64, u64, u64) {
         let l = self.as_slice();
         let sum = |f: &dyn Fn(&Sent) -> bool| l.iter().filter(|s| f(s)).map(|s| s.len).sum::<u64>();
+        let count = |f: &dyn Fn(&Sent) -> bool| l.iter().filter(|s| f(s)).count() as u32;
         (
-            l.iter().filter(|s| s.lost).count(),
-            l.iter().filter(|s| s.retransmitted).count(),
-            l.iter().filter(|s| s.awaits_repair()).count(),
+            count(&|s| s.lost),
+            count(&|s| s.retransmitted),
+            count(&|s| s.awaits_repair()),
             sum(&|s| s.sacked),
             sum(&|s| !s.sacked && s.lost),
             sum(&|s| !s.sacked && s.rexmit_in_flight),
@@ -846,14 +891,32 @@ impl TcpSender {
             self.round += 1;
             self.round_end = self.snd_max;
         }
+        // The common cumulative ACK, for RACK alone: original sendings,
+        // none SACKed, so sent in sequence order. RACK learns from the run
+        // what it learns from its oldest (the smallest end: the reordering
+        // test) and its newest (the most recently sent), which the list's
+        // own walk finds; otherwise it is told segment by segment.
+        let mut oldest = None;
         if self.rack.is_some() || self.rate.is_some() {
-            self.segments_delivered(now, self.snd_una, ack, true);
+            if self.rate.is_none() && self.sent.retransmitted == 0 && self.sent.sacked_bytes == 0 {
+                oldest = self.sent.as_slice().first().map(|s| (s.xmit_ts, s.seq + s.len));
+            } else {
+                self.segments_delivered(now, self.snd_una, ack, true);
+            }
         }
         self.snd_una = ack;
-        let newest = self.sent.ack(ack);
-        // (the newest segment the ACK covers, if sent once: Linux's per-ACK RTT)
-        let ack_rtt = if self.cc.wants_ack_rtt() {
-            newest.filter(|&(_, again)| !again).map(|(sent, _)| now - sent)
+        let wants_ack_rtt = self.cc.wants_ack_rtt();
+        let newest = self.sent.ack(ack, oldest.is_some() || wants_ack_rtt);
+        if let (Some(rack), Some((sent, end)), Some(n)) = (self.rack.as_deref_mut(), oldest, newest) {
+            rack.on_delivered(now, sent, end, false, None);
+            if n.end != end {
+                rack.on_delivered(now, n.xmit_ts, n.end, false, None);
+            }
+        }
+        // (the newest segment the ACK covers, if sent once and acknowledged
+        // whole: Linux's per-ACK RTT)
+        let ack_rtt = if wants_ack_rtt {
+            newest.filter(|n| n.whole && !n.retransmitted).map(|n| now - n.xmit_ts)
         } else {
             None
         };
@@ -927,6 +990,7 @@ impl TcpSender {
                 // carried the transfer, so a finished flow stays small
                 // (thousands of them sit idle in datacenter runs).
                 self.sent.v.shrink_to_fit();
+                self.sent.rates = None;
                 self.newly_sacked.shrink_to_fit();
             }
         } else if restart_timer {
@@ -1355,26 +1419,6 @@ impl TcpSender {
         } else {
             sent.partition_point(|s| s.seq < from)
         };
-        if skip_sacked
-            && first == 0
-            && self.rate.is_none()
-            && self.sent.retransmitted == 0
-            && self.sent.sacked_bytes == 0
-        {
-            // The common cumulative ACK, for RACK alone: original sendings,
-            // none SACKed, so sent in sequence order. What RACK learns from
-            // the run is what it learns from its first (the smallest end:
-            // the reordering test) and its last (the most recently sent).
-            let n = sent.partition_point(|s| s.seq < to);
-            if let Some(rack) = self.rack.as_deref_mut().filter(|_| n > 0) {
-                let (first, last) = (&sent[0], &sent[n - 1]);
-                rack.on_delivered(now, first.xmit_ts, first.seq + first.len, false, min_rtt);
-                if n > 1 {
-                    rack.on_delivered(now, last.xmit_ts, last.seq + last.len, false, min_rtt);
-                }
-            }
-            return;
-        }
         for i in first..sent.len() {
             let seg = self.sent.as_slice()[i];
             if seg.seq >= to {
@@ -1391,7 +1435,8 @@ impl TcpSender {
                 rack.on_delivered(now, seg.xmit_ts, seg.seq + seg.len, seg.retransmitted, min_rtt);
             }
             if let Some(r) = self.rate.as_deref_mut() {
-                r.est.on_delivered(now, seg.len, seg.xmit_ts, &seg.rate, &mut r.sample);
+                r.est
+                    .on_delivered(now, seg.len, seg.xmit_ts, self.sent.rate(i), &mut r.sample);
                 if !seg.retransmitted && r.ack_newest_sent.is_none_or(|t| seg.xmit_ts > t) {
                     r.ack_newest_sent = Some(seg.xmit_ts);
                 }
@@ -1404,6 +1449,18 @@ impl TcpSender {
     /// and has waited its RTT plus the reordering window; arm the reordering
     /// timer for the others. True if any segment is marked lost now.
     fn rack_detect(&mut self, now: Time) -> bool {
+        if self.sent.lost == 0 && self.sent.retransmitted == 0 && self.sent.sacked_bytes == 0 {
+            // No marks (the common case): when the oldest segment out was
+            // sent after the latest delivered one, so was every other, and
+            // none can be judged yet.
+            if let Some(rack) = self.rack.as_deref_mut() {
+                let oldest = self.sent.as_slice().first();
+                if oldest.is_none_or(|s| rack.remaining(now, s.xmit_ts, s.seq + s.len, 0).is_none()) {
+                    rack.deadline = None;
+                    return false;
+                }
+            }
+        }
         // (DupThresh whole segments SACKed, without a division per ACK)
         let dupthresh_sacked = self.sacked.bytes() >= self.cfg.dupthresh as u64 * self.mss;
         let in_loss_recovery = self.in_loss_recovery();
@@ -1742,16 +1799,18 @@ impl TcpSender {
     fn send_new(&mut self, now: Time, len: u64, out: &mut Outbox) -> u64 {
         let seq = self.snd_max;
         let rate = self.rate_send_state(now, self.snd_una == self.snd_max);
-        self.sent.push(Sent {
-            seq,
-            len,
-            xmit_ts: now,
-            retransmitted: false,
-            lost: false,
-            rexmit_in_flight: false,
-            sacked: false,
+        self.sent.push(
+            Sent {
+                seq,
+                len,
+                xmit_ts: now,
+                retransmitted: false,
+                lost: false,
+                rexmit_in_flight: false,
+                sacked: false,
+            },
             rate,
-        });
+        );
         if self.timed.is_none() {
             self.timed = Some((seq + len, now));
         }
@@ -1774,8 +1833,11 @@ impl TcpSender {
         let rate = self.rate_send_state(now, false);
         let i = self.segment_index(seq);
         self.sent.mark_retransmitted(i);
+        if let Some(rate) = rate {
+            *self.sent.rate_mut(i) = rate;
+        }
         let seg = &mut self.sent.as_mut_slice()[i];
-        (seg.xmit_ts, seg.rate) = (now, rate);
+        seg.xmit_ts = now;
         let len = seg.len;
         if self.timed.is_some_and(|(end, _)| seq < end) {
             self.timed = None; // Karn: an ambiguous sample would follow
@@ -1787,12 +1849,9 @@ impl TcpSender {
     }
 
     /// What a segment sent now remembers for delivery-rate estimation
-    /// (only a rate-based controller reads it).
-    fn rate_send_state(&mut self, now: Time, idle: bool) -> SendState {
-        match self.rate.as_deref_mut() {
-            Some(r) => r.est.on_send(now, idle),
-            None => SendState::default(),
-        }
+    /// (only a rate-based controller reads it: None for any other).
+    fn rate_send_state(&mut self, now: Time, idle: bool) -> Option<SendState> {
+        self.rate.as_deref_mut().map(|r| r.est.on_send(now, idle))
     }
 
     /// Pacing holds the next segment back: the pacing timer will send it.
@@ -1895,23 +1954,24 @@ impl TcpSender {
 
 #[cfg(test)]
 mod sent_list_tests {
-    use super::{Sent, SentList};
-    use crate::transport::tcp::rate::SendState;
+    use super::{Newest, Sent, SentList};
 
     /// Five 1000-byte segments [0, 5000) sent once, unmarked.
     fn five() -> SentList {
         let mut l = SentList::default();
         for k in 0..5 {
-            l.push(Sent {
-                seq: k * 1000,
-                len: 1000,
-                xmit_ts: k,
-                retransmitted: false,
-                lost: false,
-                rexmit_in_flight: false,
-                sacked: false,
-                rate: SendState::default(),
-            });
+            l.push(
+                Sent {
+                    seq: k * 1000,
+                    len: 1000,
+                    xmit_ts: k,
+                    retransmitted: false,
+                    lost: false,
+                    rexmit_in_flight: false,
+                    sacked: false,
+                },
+                None,
+            );
         }
         l
     }
@@ -1938,10 +1998,18 @@ mod sent_list_tests {
         assert_eq!((pipe(&l, 5000), l.awaiting, l.lost), (1000, 2, 2));
         l.check();
         // the cumulative ACK passes both lost segments
-        assert_eq!(l.ack(2000), Some((1, false)));
+        let newest = |xmit_ts, end, retransmitted, whole| {
+            Some(Newest {
+                xmit_ts,
+                end,
+                retransmitted,
+                whole,
+            })
+        };
+        assert_eq!(l.ack(2000, true), newest(1, 2000, false, true));
         assert_eq!((pipe(&l, 3000), l.awaiting, l.lost, l.retransmitted), (1000, 0, 0, 0));
         // part of a SACKed segment acknowledged: its rest stays SACKed
-        assert_eq!(l.ack(2500), None);
+        assert_eq!(l.ack(2500, false), newest(2, 3000, false, false));
         assert_eq!((l.sacked_bytes, pipe(&l, 2500)), (1500, 1000));
         l.check();
     }
@@ -1954,7 +2022,8 @@ mod sent_list_tests {
         l.mark_retransmitted(4);
         assert_eq!(pipe(&l, 5000), 4000);
         l.check();
-        assert_eq!(l.ack(5000), Some((4, true)));
+        let newest = l.ack(5000, true).expect("a segment was acknowledged");
+        assert_eq!((newest.xmit_ts, newest.end, newest.retransmitted), (4, 5000, true));
         assert_eq!((l.sacked_bytes, l.rexmit_bytes, l.retransmitted), (0, 0, 0));
     }
 }
