@@ -131,6 +131,16 @@ impl SentList {
         debug_assert_eq!(rates.len(), self.v.len());
         &rates[self.head + i]
     }
+    /// No segment is marked lost, sent again or SACKed (the common case).
+    fn unmarked(&self) -> bool {
+        self.lost == 0 && self.retransmitted == 0 && self.sacked_bytes == 0
+    }
+    /// Linux's packets in flight (RFC 6675's pipe with RACK's marks) when
+    /// `outstanding` bytes are unacknowledged: outstanding − SACKed − lost
+    /// + retransmissions in flight.
+    fn pipe(&self, outstanding: u64) -> u64 {
+        outstanding - self.sacked_bytes - self.lost_bytes + self.rexmit_bytes
+    }
     /// Take `len` bytes of segment `s` out of the totals (it leaves the
     /// list, or its acknowledged front does).
     fn uncount(&mut self, s: Sent, len: u64) {
@@ -148,7 +158,7 @@ impl SentList {
     fn ack(&mut self, ack: u64, want_newest: bool) -> Option<Newest> {
         let mut h = self.head;
         // (mostly no segment in the list is marked: nothing to undo)
-        let marked = self.lost + self.retransmitted > 0 || self.sacked_bytes > 0;
+        let marked = !self.unmarked();
         while let Some(s) = self.v.get(h).filter(|s| s.seq + s.len <= ack) {
             if marked && (s.lost || s.retransmitted || s.sacked) {
                 let s = *s;
@@ -898,7 +908,7 @@ impl TcpSender {
         // own walk finds; otherwise it is told segment by segment.
         let mut oldest = None;
         if self.rack.is_some() || self.rate.is_some() {
-            if self.rate.is_none() && self.sent.retransmitted == 0 && self.sent.sacked_bytes == 0 {
+            if self.rate.is_none() && self.sent.unmarked() {
                 oldest = self.sent.as_slice().first().map(|s| (s.xmit_ts, s.seq + s.len));
             } else {
                 self.segments_delivered(now, self.snd_una, ack, true);
@@ -1449,8 +1459,8 @@ impl TcpSender {
     /// and has waited its RTT plus the reordering window; arm the reordering
     /// timer for the others. True if any segment is marked lost now.
     fn rack_detect(&mut self, now: Time) -> bool {
-        if self.sent.lost == 0 && self.sent.retransmitted == 0 && self.sent.sacked_bytes == 0 {
-            // No marks (the common case): when the oldest segment out was
+        if self.sent.unmarked() {
+            // No marks: when the oldest segment out was
             // sent after the latest delivered one, so was every other, and
             // none can be judged yet.
             if let Some(rack) = self.rack.as_deref_mut() {
@@ -1533,8 +1543,7 @@ impl TcpSender {
         if cfg!(debug_assertions) {
             self.check_marks();
         }
-        let s = &self.sent;
-        (self.snd_max - self.snd_una) - s.sacked_bytes - s.lost_bytes + s.rexmit_bytes
+        self.sent.pipe(self.snd_max - self.snd_una)
     }
 
     /// The segment list's totals agree with a walk over it, and (with RACK)
@@ -1976,12 +1985,6 @@ mod sent_list_tests {
         l
     }
 
-    /// Linux's packets in flight (RFC 6675's pipe with RACK's marks):
-    /// outstanding − SACKed − lost + retransmissions in flight, from the totals.
-    fn pipe(l: &SentList, outstanding: u64) -> u64 {
-        outstanding - l.sacked_bytes - l.lost_bytes + l.rexmit_bytes
-    }
-
     #[test]
     fn totals_follow_the_marks_through_recovery() {
         let mut l = five();
@@ -1989,13 +1992,13 @@ mod sent_list_tests {
         l.mark_sacked(2);
         l.mark_sacked(3);
         assert!(l.mark_lost(0) && l.mark_lost(1));
-        assert_eq!((pipe(&l, 5000), l.awaiting, l.lost), (1000, 2, 2));
+        assert_eq!((l.pipe(5000), l.awaiting, l.lost), (1000, 2, 2));
         // segment 0 sent again: in flight twice over (original lost, copy sent)
         l.mark_retransmitted(0);
-        assert_eq!((pipe(&l, 5000), l.awaiting, l.retransmitted), (2000, 1, 1));
+        assert_eq!((l.pipe(5000), l.awaiting, l.retransmitted), (2000, 1, 1));
         // the retransmission is lost too: marked again, not counted twice
         assert!(!l.mark_lost(0));
-        assert_eq!((pipe(&l, 5000), l.awaiting, l.lost), (1000, 2, 2));
+        assert_eq!((l.pipe(5000), l.awaiting, l.lost), (1000, 2, 2));
         l.check();
         // the cumulative ACK passes both lost segments
         let newest = |xmit_ts, end, retransmitted, whole| {
@@ -2007,10 +2010,10 @@ mod sent_list_tests {
             })
         };
         assert_eq!(l.ack(2000, true), newest(1, 2000, false, true));
-        assert_eq!((pipe(&l, 3000), l.awaiting, l.lost, l.retransmitted), (1000, 0, 0, 0));
+        assert_eq!((l.pipe(3000), l.awaiting, l.lost, l.retransmitted), (1000, 0, 0, 0));
         // part of a SACKed segment acknowledged: its rest stays SACKed
         assert_eq!(l.ack(2500, false), newest(2, 3000, false, false));
-        assert_eq!((l.sacked_bytes, pipe(&l, 2500)), (1500, 1000));
+        assert_eq!((l.sacked_bytes, l.pipe(2500)), (1500, 1000));
         l.check();
     }
 
@@ -2020,7 +2023,7 @@ mod sent_list_tests {
         l.mark_sacked(4);
         // (a go-back-N resend skips SACKed data; a probe might not)
         l.mark_retransmitted(4);
-        assert_eq!(pipe(&l, 5000), 4000);
+        assert_eq!(l.pipe(5000), 4000);
         l.check();
         let newest = l.ack(5000, true).expect("a segment was acknowledged");
         assert_eq!((newest.xmit_ts, newest.end, newest.retransmitted), (4, 5000, true));
