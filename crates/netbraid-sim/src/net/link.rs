@@ -176,16 +176,18 @@ impl Channel {
         ect: bool,
         reserve: impl FnOnce(Time) -> EventKey,
     ) -> Offer {
-        self.advance(now);
         let mut marked = false;
         let start = if self.busy_until <= now {
-            // The transmitter went idle at `busy_until`, with nothing waiting:
-            // that is when RED's idle time began.
+            // The transmitter went idle at `busy_until`: every packet admitted
+            // has started (no walk over them to find out), and RED's idle
+            // time began then.
+            self.queue.clear();
             if let Some(red) = &mut self.red {
                 red.on_empty(self.busy_until);
             }
             now
         } else {
+            self.advance(now);
             let verdict = match &mut self.red {
                 Some(red) => red.on_arrival(now, self.queue.len(), ect),
                 None => RedVerdict::Enqueue,
@@ -230,17 +232,22 @@ impl Channel {
         }
     }
 
-    /// The first packet in the link reached the far end at `now`: take it
-    /// out, with the place of the next arrival, if any.
+    /// The first packet in the link reached the far end: take it out, with
+    /// the place of the next arrival, if any.
     #[inline]
-    pub fn arrive(&mut self, now: Time) -> (InLink, Option<EventKey>) {
-        // (the queue's count may still include the head: it was waiting at
-        // the last offer, and no offer has come since its serialisation began)
-        self.advance(now);
+    pub fn arrive(&mut self) -> (InLink, Option<EventKey>) {
         let head = self
             .in_link
             .pop_front()
             .expect("an arrival without a packet in the link");
+        // The queue's count is brought up to date only where it is read
+        // (`advance`); the head, long started, must only leave it, if it was
+        // still counted (waiting at the last offer, none since). Where no
+        // packet is waiting this is one well-predicted test, where a walk
+        // was a branch that each link's arrivals took differently.
+        if self.queue.len() > self.in_link.len() {
+            self.queue.pop(head.size());
+        }
         self.lost_in_link -= head.lost() as u32;
         (head, self.in_link.front().map(|n| n.arrival))
     }

@@ -253,7 +253,7 @@ fn rate_server_decides_as_the_two_event_model() {
             // departure + delay.
             while new.in_link.front().is_some_and(|p| p.arrival.time() <= t) {
                 let at = new.in_link.front().unwrap().arrival.time();
-                let (head, _) = new.arrive(at);
+                let (head, _) = new.arrive();
                 let k = in_order.pop_front().unwrap();
                 assert_eq!(head.packet, PacketRef(k as u32));
                 let Some(Fate::Sent { depart, lost, .. }) = fates[k] else {

@@ -52,6 +52,13 @@ impl DropTailQueue {
         self.bytes -= size as u64;
     }
 
+    /// Every packet left for the transmitter.
+    #[inline]
+    pub fn clear(&mut self) {
+        self.len = 0;
+        self.bytes = 0;
+    }
+
     pub fn len(&self) -> usize {
         self.len as usize
     }

@@ -377,7 +377,7 @@ impl Simulation {
 
     fn on_arrive(&mut self, now: Time, ch: ChannelId) {
         let c = &mut self.channels[ch.idx()];
-        let (head, next) = c.arrive(now);
+        let (head, next) = c.arrive();
         if let Some(next) = next {
             self.events.schedule_reserved(next, Event::Arrive(ch));
         }
