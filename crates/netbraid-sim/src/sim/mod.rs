@@ -241,11 +241,7 @@ impl Simulation {
             self.meter.last_sample = Some(self.snapshot(0));
             self.events.schedule(iv, Event::Sample); // each sample schedules the next
         }
-        while let Some(t) = self.events.peek_time() {
-            if t > self.duration {
-                break;
-            }
-            let (now, ev) = self.events.pop().expect("peeked");
+        while let Some((now, ev)) = self.events.pop_until(self.duration) {
             self.handle(now, ev);
             if self.events.executed() & 0xf_ffff == 0 && interrupted() {
                 return Err(SimError::Interrupted);
