@@ -212,53 +212,43 @@ impl<E: Copy> Run<E> {
         if self.len == self.keys.len() {
             self.grow(key, event);
         }
-        let n = self.len;
-        if n == 0 || self.keys[self.at(n - 1)] < key {
+        let (n, head, mask) = (self.len, self.head, self.mask);
+        // (slices of exactly the ring's length: an index masked by `mask` is
+        // then known to be in bounds, and the moves below are not checked)
+        let keys = &mut self.keys[..=mask];
+        let events = &mut self.events[..=mask];
+        let at = |i: usize| (head + i) & mask;
+        if n == 0 || keys[at(n - 1)] < key {
             // after everything (a new head of a link: its delay ahead)
-            let i = self.at(n);
-            (self.keys[i], self.events[i]) = (key, event);
-            self.len = n + 1;
-            return Ok(());
-        }
-        if key < self.keys[self.head] {
+            (keys[at(n)], events[at(n)]) = (key, event);
+        } else if key < keys[head] {
             // before everything (the next packet right behind a head)
-            self.head = (self.head + self.mask) & self.mask;
-            (self.keys[self.head], self.events[self.head]) = (key, event);
-            self.len = n + 1;
-            return Ok(());
-        }
-        if n > RUN_REACH && self.keys[self.at(RUN_REACH)] > key {
+            self.head = at(mask);
+            (keys[self.head], events[self.head]) = (key, event);
+        } else if n > RUN_REACH && keys[at(RUN_REACH)] > key {
             // at most RUN_REACH entries before it: move them down one
-            self.head = (self.head + self.mask) & self.mask;
+            let head = at(mask);
+            self.head = head;
+            let at = |i: usize| (head + i) & mask;
             let mut i = 0;
-            loop {
-                let (to, from) = (self.at(i), self.at(i + 1));
-                if self.keys[from] > key {
-                    (self.keys[to], self.events[to]) = (key, event);
-                    break;
-                }
-                (self.keys[to], self.events[to]) = (self.keys[from], self.events[from]);
+            while keys[at(i + 1)] < key {
+                (keys[at(i)], events[at(i)]) = (keys[at(i + 1)], events[at(i + 1)]);
                 i += 1;
             }
-            self.len = n + 1;
-            return Ok(());
-        }
-        if n <= RUN_REACH || self.keys[self.at(n - 1 - RUN_REACH)] < key {
+            (keys[at(i)], events[at(i)]) = (key, event);
+        } else if n <= RUN_REACH || keys[at(n - 1 - RUN_REACH)] < key {
             // at most RUN_REACH entries after it: move them up one
             let mut i = n;
-            loop {
-                let (to, from) = (self.at(i), self.at(i - 1));
-                if self.keys[from] < key {
-                    (self.keys[to], self.events[to]) = (key, event);
-                    break;
-                }
-                (self.keys[to], self.events[to]) = (self.keys[from], self.events[from]);
+            while keys[at(i - 1)] > key {
+                (keys[at(i)], events[at(i)]) = (keys[at(i - 1)], events[at(i - 1)]);
                 i -= 1;
             }
-            self.len = n + 1;
-            return Ok(());
+            (keys[at(i)], events[at(i)]) = (key, event);
+        } else {
+            return Err((key, event));
         }
-        Err((key, event))
+        self.len = n + 1;
+        Ok(())
     }
 
     /// Double the rings (in order from index 0); the new slots are filled
