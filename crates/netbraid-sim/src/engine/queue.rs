@@ -356,12 +356,16 @@ impl<E: Copy> EventQueue<E> {
 
     /// Time of the next event, if any.
     pub fn peek_time(&mut self) -> Option<Time> {
-        let key = self
-            .run
-            .min_key()
-            .min(self.arrivals.min_key())
-            .min(self.others.min_key());
+        let (key, ..) = self.first_keys();
         (key != u128::MAX).then_some((key >> 64) as Time)
+    }
+
+    /// The smallest key of all, then the run's, the arrivals' and the
+    /// others' first (`u128::MAX` where empty).
+    #[inline(always)]
+    fn first_keys(&mut self) -> (u128, u128, u128, u128) {
+        let (run, arrivals, others) = (self.run.min_key(), self.arrivals.min_key(), self.others.min_key());
+        (run.min(arrivals).min(others), run, arrivals, others)
     }
 
     /// Remove the earliest event and advance the clock to it.
@@ -373,8 +377,7 @@ impl<E: Copy> EventQueue<E> {
     /// by `until` (else leave it, and the clock, where they are).
     #[inline]
     pub fn pop_until(&mut self, until: Time) -> Option<(Time, E)> {
-        let (run, arrivals, others) = (self.run.min_key(), self.arrivals.min_key(), self.others.min_key());
-        let first = run.min(arrivals).min(others);
+        let (first, run, arrivals, _) = self.first_keys();
         if first == u128::MAX || (first >> 64) as Time > until {
             return None;
         }
@@ -531,7 +534,8 @@ mod tests {
             assert!(r.insert(k(t), t as u32).is_ok());
         }
         assert!(r.insert(k(7), 7).is_ok()); // near the front, in a long run
-                                            // deep inside a long run: given back for the heap
+
+        // deep inside a long run: given back for the heap
         assert_eq!(r.insert(k(40) + 1, 99), Err((k(40) + 1, 99)));
         let mut order = Vec::new();
         while r.len > 0 {
