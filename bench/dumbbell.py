@@ -3,11 +3,12 @@ netbraid and htsim measured side by side, in one sitting on one machine.
 
 Method: for each case (N=10 at 10 Mb/s, N=100 at 1 Gb/s, 180 s simulated;
 and, with --case 1000, N=1000 at 10 Gb/s, 60 s simulated)
-the scenario is resolved to JSON once, then each netbraid binary (release
-build of `netbraid-sim`; `target/release/netbraid-sim` unless `--binary` is
-given) runs it in a child process, so Python's start-up and memory are not
-counted. htsim runs the same topology and rates as the anchor's program
-`htsim_dumbbell` (built from shared/anchors/htsim by its build.sh, -O3). The
+the scenario is resolved to JSON once, then each netbraid binary runs it in
+a child process, so Python's start-up and memory are not counted (the
+binary: the statically linked, profile-guided release build of
+`netbraid-sim` that bench/sim_binary.py makes, built or brought up to date
+first, unless `--binary` is given). htsim runs the same topology and rates
+as the anchor's program `htsim_dumbbell` (built from shared/anchors/htsim by its build.sh, -O3). The
 runs alternate: in each of `--reps` repetitions (default 3), every netbraid
 binary in the order given, then htsim (A B A B ..., or A B C A B C ... with
 several binaries), so that drift in the machine's load hits every tool alike.
@@ -67,9 +68,9 @@ import time
 from pathlib import Path
 
 import netbraid as nb
+from sim_binary import sim_binary
 
 ROOT = Path(__file__).resolve().parent.parent
-BINARY = ROOT / "target" / "release" / "netbraid-sim"
 HTSIM_BUILD_SH = ROOT.parent / "shared" / "anchors" / "htsim" / "build.sh"
 HTSIM_BUILD_DIR = ROOT / "bench" / ".htsim-build"
 HTSIM_DEFAULT = HTSIM_BUILD_DIR / "sim" / "dumb" / "htsim_dumbbell"
@@ -256,11 +257,9 @@ def locate_htsim() -> Path:
 
 
 def parse_binaries(specs: list[str] | None) -> dict[str, Path]:
-    """--binary [LABEL=]PATH, in order; the default is target/release/netbraid-sim."""
+    """--binary [LABEL=]PATH, in order; the default is bench/sim_binary.py's build."""
     if not specs:
-        if not BINARY.exists():
-            subprocess.run(["cargo", "build", "--release", "-p", "netbraid-sim"], cwd=ROOT, check=True)
-        return {"netbraid": BINARY}
+        return {"netbraid": sim_binary()}
     out: dict[str, Path] = {}
     for i, spec in enumerate(specs):
         label, sep, path = spec.partition("=")
@@ -353,7 +352,7 @@ def main() -> None:
                     help="N (repeatable; default 10 and 100; 1000 is the scale case: 10 Gb/s, 60 s simulated)")
     ap.add_argument("--reps", type=int, default=3, help="alternating repetitions per tool (default 3)")
     ap.add_argument("--binary", action="append", metavar="[LABEL=]PATH",
-                    help="a netbraid-sim binary (repeatable; default target/release/netbraid-sim); "
+                    help="a netbraid-sim binary (repeatable; default the static build of bench/sim_binary.py); "
                          "ratios are also given against the first")
     ap.add_argument("--json", metavar="PATH", help="also write the runs and summaries as JSON")
     args = ap.parse_args()

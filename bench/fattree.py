@@ -45,9 +45,9 @@ import time
 from pathlib import Path
 
 import netbraid as nb
+from sim_binary import sim_binary
 
 ROOT = Path(__file__).resolve().parent.parent
-BINARY = ROOT / "target" / "release" / "netbraid-sim"
 HTSIM_SOURCE = ROOT / "bench" / "htsim" / "htsim_fattree.cpp"
 # The case, in numbers both simulators are given (netbraid's "1MB" is 2^20 bytes).
 RATE_MBPS, DELAY_US, QUEUE_PACKETS, WINDOW_BYTES, WARMUP_S = 10_000, 1, 100, 2 ** 20, 0.05
@@ -161,7 +161,7 @@ def summary(label: str, runs: list[dict]) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--binary", type=Path, default=BINARY)
+    ap.add_argument("--binary", type=Path, help="a netbraid-sim binary (default: bench/sim_binary.py's build)")
     ap.add_argument("--k", type=int, default=8)
     ap.add_argument("--duration", default="200ms")
     ap.add_argument("--seed", type=int, default=1)
@@ -173,8 +173,7 @@ def main() -> None:
         sys.exit("--k must be even and at least 2, --reps at least 1")
     if not Path("/usr/bin/time").exists():
         sys.exit("needs GNU time: apt-get install -y time")
-    if not args.binary.exists():
-        subprocess.run(["cargo", "build", "--release", "-p", "netbraid-sim"], cwd=ROOT, check=True)
+    args.binary = args.binary or sim_binary()
     program = htsim_program() if args.side_by_side else None
     resolved = nb.resolve(fat_tree(args.k, args.duration, args.seed))
     seconds = resolved["duration_ns"] / 1e9

@@ -34,9 +34,9 @@ from pathlib import Path
 import numpy as np
 
 import netbraid as nb
+from sim_binary import sim_binary
 
 ROOT = Path(__file__).resolve().parent.parent
-BINARY = ROOT / "target" / "release" / "netbraid-sim"
 
 
 def scenario(layout: str, flows: int, profile: str = "rfc") -> nb.Scenario:
@@ -72,7 +72,7 @@ def peak_kib(binary: Path, resolved: dict) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--binary", type=Path, default=BINARY)
+    ap.add_argument("--binary", type=Path, help="a netbraid-sim binary (default: bench/sim_binary.py's build)")
     ap.add_argument("--flows", type=int, nargs="+", default=[10_000, 20_000, 40_000, 80_000])
     ap.add_argument("--profile", choices=["rfc", "linux"], default="rfc",
                     help="the flows' TCP profile (linux adds RACK, TLP and PRR state to every sender)")
@@ -80,8 +80,7 @@ def main() -> None:
     args = ap.parse_args()
     if not Path("/usr/bin/time").exists():
         sys.exit("needs GNU time: apt-get install -y time")
-    if not args.binary.exists():
-        subprocess.run(["cargo", "build", "--release", "-p", "netbraid-sim"], cwd=ROOT, check=True)
+    args.binary = args.binary or sim_binary()
     report = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
               "binary": str(args.binary), "profile": args.profile, "layouts": {}}
     for layout in ("pair", "dumbbell"):

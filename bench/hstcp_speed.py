@@ -5,7 +5,7 @@ by side (issue 14's speed target).
 
 Per case (loss rate : simulated seconds : seeds) and per seed: the same
 scenario in netbraid
-(the release `netbraid-sim` binary on the resolved scenario; SACK, an ACK
+(bench/sim_binary.py's `netbraid-sim` on the resolved scenario; SACK, an ACK
 per packet, HSTCP by the RFC's formulas) and in ns-2 (bench/ns2/hstcp.tcl:
 Agent/TCP/Sack1, windowOption_ 8), run in alternation (netbraid, ns-2,
 netbraid, …), wall time of each process. Prints medians, what each
@@ -47,9 +47,18 @@ from pathlib import Path
 
 import netbraid as nb
 from netbraid.resolve import resolve
+from sim_binary import sim_binary
+
+_BINARY: list[Path] = []
+
+
+def sim_binary_path() -> Path:
+    """bench/sim_binary.py's build, made once per run of this script."""
+    if not _BINARY:
+        _BINARY.append(sim_binary())
+    return _BINARY[0]
 
 ROOT = Path(__file__).resolve().parent.parent
-BINARY = ROOT / "target" / "release" / "netbraid-sim"
 TCL = ROOT / "bench" / "ns2" / "hstcp.tcl"
 MSS = 1460
 
@@ -87,7 +96,7 @@ def scenario(loss: float, seconds: float, seed: int = 1, drops: list[int] | None
 
 def run_netbraid(path: Path) -> dict:
     started = time.perf_counter()
-    done = subprocess.run([str(BINARY), str(path)], capture_output=True, text=True, check=True)
+    done = subprocess.run([str(sim_binary_path()), str(path)], capture_output=True, text=True, check=True)
     wall = time.perf_counter() - started
     r = json.loads(done.stdout)
     f = r["flows"][0]
@@ -180,8 +189,7 @@ def main() -> None:
         sys.exit("--reps and --ns2-reps must be at least 1")
     if shutil.which("ns") is None:
         sys.exit("hstcp_speed: ns-2 is not installed (apt-get install ns2)")
-    subprocess.run(["cargo", "build", "--quiet", "--release", "-p", "netbraid-sim", "--bin", "netbraid-sim"],
-                   cwd=ROOT, check=True)
+    sim_binary_path()
     out = ROOT / "bench" / "results" / "hstcp_speed.json"
     out.parent.mkdir(exist_ok=True)
     rows = []

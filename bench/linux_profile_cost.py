@@ -14,7 +14,6 @@ processes, alternating (rfc, linux, rfc, linux, ...) `--reps` times:
 The two do different work per simulated second (other windows, other
 losses), so the comparison is per packet-hop: median wall time / packet-hops.
 
-    cargo build --release -p netbraid-sim
     python bench/linux_profile_cost.py [--reps 5] [--case 10|100] [--cc bbr]
 """
 
@@ -33,6 +32,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import netbraid as nb  # noqa: E402
 from dumbbell import anchor_scenario, run_netbraid  # noqa: E402
+from sim_binary import sim_binary  # noqa: E402
 
 
 def linux_variant(n: int, cc: str | None) -> nb.Scenario:
@@ -46,10 +46,11 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--case", type=int, choices=[10, 100], default=10)
     ap.add_argument("--cc", default=None, help="the linux side's controller (default: the profile's cubic)")
-    ap.add_argument("--binary", type=Path, default=ROOT / "target" / "release" / "netbraid-sim")
+    ap.add_argument("--binary", type=Path, help="a netbraid-sim binary (default: bench/sim_binary.py's build)")
     a = ap.parse_args()
+    a.binary = a.binary or sim_binary()
     if not a.binary.exists():
-        ap.error(f"{a.binary} is missing: cargo build --release -p netbraid-sim")
+        ap.error(f"{a.binary} is missing")
     files = {}
     for label, s in (("rfc", anchor_scenario(a.case)), ("linux", linux_variant(a.case, a.cc))):
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:

@@ -51,14 +51,14 @@ crate::counters! {
     }
 }
 
-/// A packet admitted to a link and not yet at its far end (32 bytes: a link
-/// holds as many as its queue and its bandwidth-delay product).
+/// A packet admitted to a link and not yet at its far end (24 bytes: a link
+/// holds as many as its queue and its bandwidth-delay product). When its
+/// serialisation starts is not kept: a packet that had to wait starts when
+/// the one admitted before it departs (`advance`).
 #[derive(Clone, Copy, Debug)]
 pub struct InLink {
     /// Its arrival's place in the order of events (time = departure + delay).
     pub arrival: EventKey,
-    /// When its serialisation starts.
-    pub start: Time,
     pub packet: PacketRef,
     /// Size in bytes; in the top bit whether the loss model (or an outage)
     /// took it (then it is dropped, not delivered), in the next whether that
@@ -152,15 +152,19 @@ impl Channel {
     }
 
     /// Bring the queue's occupancy to `now`: waiting packets whose
-    /// serialisation has started leave it.
+    /// serialisation has started leave it. A packet admitted while the
+    /// transmitter was busy starts when the packet admitted before it
+    /// departs; if that one has arrived already (it is not in the link any
+    /// more), it has long started.
     #[inline]
     pub fn advance(&mut self, now: Time) {
         while !self.queue.is_empty() {
-            let head = &self.in_link[self.in_link.len() - self.queue.len()];
-            if head.start > now {
+            let waiting = self.in_link.len() - self.queue.len();
+            if waiting > 0 && self.departure(&self.in_link[waiting - 1]) > now {
                 break;
             }
-            self.queue.pop(head.size());
+            let size = self.in_link[waiting].size();
+            self.queue.pop(size);
         }
     }
 
@@ -220,7 +224,6 @@ impl Channel {
         let schedule = self.in_link.is_empty().then_some(arrival);
         self.in_link.push_back(InLink {
             arrival,
-            start,
             packet,
             size_lost: size | if lost { InLink::LOST } else { 0 },
         });

@@ -46,8 +46,10 @@ pub struct CongestionRecord {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Sent {
     seq: u64,
-    len: u64,
     xmit_ts: Time,
+    /// (a segment is at most one MSS: 32 bits keep the entry at 24 bytes,
+    /// and a window holds many)
+    len: u32,
     retransmitted: bool,
     lost: bool,
     rexmit_in_flight: bool,
@@ -58,6 +60,13 @@ struct Sent {
 }
 
 impl Sent {
+    fn bytes(&self) -> u64 {
+        self.len as u64
+    }
+    /// One past its last byte.
+    fn end(&self) -> u64 {
+        self.seq + self.len as u64
+    }
     /// Marked lost and not sent again since, nor SACKed: a repair is due.
     fn awaits_repair(&self) -> bool {
         self.lost && !self.rexmit_in_flight && !self.sacked
@@ -159,19 +168,19 @@ impl SentList {
         let mut h = self.head;
         // (mostly no segment in the list is marked: nothing to undo)
         let marked = !self.unmarked();
-        while let Some(s) = self.v.get(h).filter(|s| s.seq + s.len <= ack) {
+        while let Some(s) = self.v.get(h).filter(|s| s.end() <= ack) {
             if marked && (s.lost || s.retransmitted || s.sacked) {
                 let s = *s;
                 self.lost -= s.lost as u32;
                 self.retransmitted -= s.retransmitted as u32;
                 self.awaiting -= s.awaits_repair() as u32;
-                self.uncount(s, s.len);
+                self.uncount(s, s.bytes());
             }
             h += 1;
         }
         let newest_of = |s: &Sent, whole| Newest {
             xmit_ts: s.xmit_ts,
-            end: s.seq + s.len,
+            end: s.end(),
             retransmitted: s.retransmitted,
             whole,
         };
@@ -183,7 +192,7 @@ impl SentList {
             newest = Some(newest_of(&s, false));
             self.uncount(s, ack - s.seq);
             let s = &mut self.v[h];
-            s.len -= ack - s.seq;
+            s.len -= (ack - s.seq) as u32;
             s.seq = ack;
         }
         if h == self.v.len() {
@@ -210,7 +219,7 @@ impl SentList {
         debug_assert!(!s.sacked);
         let (was_lost, was_awaiting, rexmit) = (s.lost, s.awaits_repair(), s.rexmit_in_flight);
         (s.lost, s.rexmit_in_flight) = (true, false);
-        let len = s.len;
+        let len = s.bytes();
         self.lost += !was_lost as u32;
         self.awaiting += !was_awaiting as u32;
         self.lost_bytes += if was_lost { 0 } else { len };
@@ -222,7 +231,7 @@ impl SentList {
         let s = &mut self.v[self.head + i];
         let (was_awaiting, was_in_flight, was_retransmitted) = (s.awaits_repair(), s.rexmit_in_flight, s.retransmitted);
         (s.retransmitted, s.rexmit_in_flight) = (true, true);
-        let (len, sacked) = (s.len, s.sacked);
+        let (len, sacked) = (s.bytes(), s.sacked);
         self.retransmitted += !was_retransmitted as u32;
         self.awaiting -= was_awaiting as u32;
         self.rexmit_bytes += if was_in_flight || sacked { 0 } else { len };
@@ -236,13 +245,13 @@ impl SentList {
         let (was_awaiting, before) = (s.awaits_repair(), *s);
         s.sacked = true;
         self.awaiting -= was_awaiting as u32;
-        self.uncount(before, before.len);
-        self.sacked_bytes += before.len;
+        self.uncount(before, before.bytes());
+        self.sacked_bytes += before.bytes();
     }
     /// The totals, walked (what the debug assertions check them against).
     fn walked(&self) -> (u32, u32, u32, u64, u64, u64) {
         let l = self.as_slice();
-        let sum = |f: &dyn Fn(&Sent) -> bool| l.iter().filter(|s| f(s)).map(|s| s.len).sum::<u64>();
+        let sum = |f: &dyn Fn(&Sent) -> bool| l.iter().filter(|s| f(s)).map(|s| s.bytes()).sum::<u64>();
         let count = |f: &dyn Fn(&Sent) -> bool| l.iter().filter(|s| f(s)).count() as u32;
         (
             count(&|s| s.lost),
@@ -909,7 +918,7 @@ impl TcpSender {
         let mut oldest = None;
         if self.rack.is_some() || self.rate.is_some() {
             if self.rate.is_none() && self.sent.unmarked() {
-                oldest = self.sent.as_slice().first().map(|s| (s.xmit_ts, s.seq + s.len));
+                oldest = self.sent.as_slice().first().map(|s| (s.xmit_ts, s.end()));
             } else {
                 self.segments_delivered(now, self.snd_una, ack, true);
             }
@@ -1082,7 +1091,7 @@ impl TcpSender {
             for i in 0..self.sent.as_slice().len() {
                 let seg = self.sent.as_slice()[i];
                 if !seg.sacked && self.sent.mark_lost(i) {
-                    newly_bytes += seg.len;
+                    newly_bytes += seg.bytes();
                 }
             }
             rack.deadline = None;
@@ -1320,6 +1329,7 @@ impl TcpSender {
     fn pipe_by_segment(&self) -> u64 {
         let mut pipe = 0;
         for &Sent { seq, len, .. } in self.sent.as_slice() {
+            let len = len as u64;
             if !self.sacked.is_sacked(seq) {
                 if !self.is_lost(seq) {
                     pipe += len;
@@ -1442,11 +1452,11 @@ impl TcpSender {
                 self.sent.mark_sacked(i);
             }
             if let Some(rack) = self.rack.as_deref_mut() {
-                rack.on_delivered(now, seg.xmit_ts, seg.seq + seg.len, seg.retransmitted, min_rtt);
+                rack.on_delivered(now, seg.xmit_ts, seg.end(), seg.retransmitted, min_rtt);
             }
             if let Some(r) = self.rate.as_deref_mut() {
                 r.est
-                    .on_delivered(now, seg.len, seg.xmit_ts, self.sent.rate(i), &mut r.sample);
+                    .on_delivered(now, seg.bytes(), seg.xmit_ts, self.sent.rate(i), &mut r.sample);
                 if !seg.retransmitted && r.ack_newest_sent.is_none_or(|t| seg.xmit_ts > t) {
                     r.ack_newest_sent = Some(seg.xmit_ts);
                 }
@@ -1465,7 +1475,7 @@ impl TcpSender {
             // none can be judged yet.
             if let Some(rack) = self.rack.as_deref_mut() {
                 let oldest = self.sent.as_slice().first();
-                if oldest.is_none_or(|s| rack.remaining(now, s.xmit_ts, s.seq + s.len, 0).is_none()) {
+                if oldest.is_none_or(|s| rack.remaining(now, s.xmit_ts, s.end(), 0).is_none()) {
                     rack.deadline = None;
                     return false;
                 }
@@ -1486,7 +1496,7 @@ impl TcpSender {
             if (seg.lost && !seg.rexmit_in_flight) || seg.sacked {
                 continue; // waiting to be sent again, or delivered
             }
-            match rack.remaining(now, seg.xmit_ts, seg.seq + seg.len, reo_wnd) {
+            match rack.remaining(now, seg.xmit_ts, seg.end(), reo_wnd) {
                 // Sent after the latest delivered segment: so is every later
                 // original; a retransmission further on may still be judged.
                 None if !seg.retransmitted => break,
@@ -1495,7 +1505,7 @@ impl TcpSender {
                     // (a lost retransmission, if one was in flight)
                     self.sent.mark_lost(i);
                     any_lost = true;
-                    lost_bytes += seg.len;
+                    lost_bytes += seg.bytes();
                 }
                 Some(left) => timeout = Some(timeout.map_or(left, |t: Time| t.max(left))),
             }
@@ -1655,7 +1665,7 @@ impl TcpSender {
         let sent = self.sent.as_slice();
         let i = sent.partition_point(|s| s.seq < seq);
         debug_assert!(sent.get(i).is_some_and(|s| s.seq == seq), "no segment starts at {seq}");
-        sent[i].len
+        sent[i].bytes()
     }
 
     /// Length of the next new segment, if the send buffer has data for one
@@ -1807,11 +1817,12 @@ impl TcpSender {
     /// Send `len` new bytes (what `new_segment_len` allowed).
     fn send_new(&mut self, now: Time, len: u64, out: &mut Outbox) -> u64 {
         let seq = self.snd_max;
+        debug_assert!(len <= u32::MAX as u64, "a segment is at most one MSS");
         let rate = self.rate_send_state(now, self.snd_una == self.snd_max);
         self.sent.push(
             Sent {
                 seq,
-                len,
+                len: len as u32,
                 xmit_ts: now,
                 retransmitted: false,
                 lost: false,
@@ -1847,7 +1858,7 @@ impl TcpSender {
         }
         let seg = &mut self.sent.as_mut_slice()[i];
         seg.xmit_ts = now;
-        let len = seg.len;
+        let len = seg.bytes();
         if self.timed.is_some_and(|(end, _)| seq < end) {
             self.timed = None; // Karn: an ambiguous sample would follow
         }
