@@ -33,11 +33,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import netbraid as nb
-from dumbbell import anchor_scenario
+from dumbbell import anchor_scenario, run_child
 from fattree import WARMUP_S, fat_tree, permutation, run
 from sim_binary import sim_binary
 
@@ -64,17 +63,10 @@ def ns3_program() -> Path:
 
 
 def run_ns3(args: list[str]) -> dict:
-    with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
-        t0 = time.perf_counter()
-        r = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss.name, str(ns3_program()), *args],
-                           capture_output=True, text=True)
-        wall = time.perf_counter() - t0
-        if r.returncode != 0:
-            sys.exit(f"ns-3 failed ({' '.join(args)[:200]}): {r.stderr[-2000:]}")
-        kib = int(rss.read().strip().splitlines()[-1])
-    kv = dict(item.split("=", 1) for line in r.stdout.splitlines() for item in line.split())
+    wall, stdout, peak_mib, _ = run_child([str(ns3_program()), *args])
+    kv = dict(item.split("=", 1) for line in stdout.splitlines() for item in line.split())
     return {"wall_s": wall, "loop_s": float(kv["wall_run_s"]), "events": int(kv["events"]),
-            "peak_mib": kib / 1024, "goodput_bps": float(kv["goodput_bps"])}
+            "peak_mib": peak_mib, "goodput_bps": float(kv["goodput_bps"])}
 
 
 def run_netbraid(binary: Path, scenario: nb.Scenario) -> dict:
