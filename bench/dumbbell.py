@@ -8,10 +8,11 @@ a child process, so Python's start-up and memory are not counted (the
 binary: the statically linked, profile-guided release build of
 `netbraid-sim` that bench/sim_binary.py makes, built or brought up to date
 first, unless `--binary` is given). htsim runs the same topology and rates
-as the anchor's program `htsim_dumbbell` (built from shared/anchors/htsim by its build.sh, -O3). The
-runs alternate: in each of `--reps` repetitions (default 3), every netbraid
-binary in the order given, then htsim (A B A B ..., or A B C A B C ... with
-several binaries), so that drift in the machine's load hits every tool alike.
+as the anchor's program `htsim_dumbbell` (built from shared/anchors/htsim by
+its build.sh, -O3). The runs alternate: in each of `--reps` repetitions
+(default 3), every netbraid binary in the order given, then htsim (A B A B
+..., or A B C A B C ... with several binaries), so that drift in the
+machine's load hits every tool alike.
 
 For each tool the medians over the repetitions are printed:
 - wall: elapsed time of the child process (start-up, setup and run, measured

@@ -49,15 +49,6 @@ import netbraid as nb
 from netbraid.resolve import resolve
 from sim_binary import sim_binary
 
-_BINARY: list[Path] = []
-
-
-def sim_binary_path() -> Path:
-    """bench/sim_binary.py's build, made once per run of this script."""
-    if not _BINARY:
-        _BINARY.append(sim_binary())
-    return _BINARY[0]
-
 ROOT = Path(__file__).resolve().parent.parent
 TCL = ROOT / "bench" / "ns2" / "hstcp.tcl"
 MSS = 1460
@@ -96,7 +87,7 @@ def scenario(loss: float, seconds: float, seed: int = 1, drops: list[int] | None
 
 def run_netbraid(path: Path) -> dict:
     started = time.perf_counter()
-    done = subprocess.run([str(sim_binary_path()), str(path)], capture_output=True, text=True, check=True)
+    done = subprocess.run([str(sim_binary()), str(path)], capture_output=True, text=True, check=True)
     wall = time.perf_counter() - started
     r = json.loads(done.stdout)
     f = r["flows"][0]
@@ -189,7 +180,7 @@ def main() -> None:
         sys.exit("--reps and --ns2-reps must be at least 1")
     if shutil.which("ns") is None:
         sys.exit("hstcp_speed: ns-2 is not installed (apt-get install ns2)")
-    sim_binary_path()
+    sim_binary()
     out = ROOT / "bench" / "results" / "hstcp_speed.json"
     out.parent.mkdir(exist_ok=True)
     rows = []

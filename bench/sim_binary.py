@@ -11,11 +11,12 @@ explicit target gives the simulator other symbol names, so scripts/pgo
 trains this build as well.
 
     from sim_binary import sim_binary
-    path = sim_binary()          # cargo build (a no-op when up to date), then the path
+    path = sim_binary()          # cargo build (a no-op when up to date, once per process), then the path
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -29,8 +30,10 @@ def host_triple() -> str:
     return next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("host: "))
 
 
+@functools.cache
 def sim_binary() -> Path:
-    """Build (or bring up to date) the benchmarks' netbraid-sim; its path."""
+    """Build (or bring up to date) the benchmarks' netbraid-sim, once per
+    process; its path."""
     host = host_triple()
     env = dict(os.environ)
     env["RUSTFLAGS"] = (env.get("RUSTFLAGS", "") + " -Ctarget-feature=+crt-static").strip()

@@ -1328,8 +1328,8 @@ impl TcpSender {
     /// `pipe` is checked against).
     fn pipe_by_segment(&self) -> u64 {
         let mut pipe = 0;
-        for &Sent { seq, len, .. } in self.sent.as_slice() {
-            let len = len as u64;
+        for s in self.sent.as_slice() {
+            let (seq, len) = (s.seq, s.bytes());
             if !self.sacked.is_sacked(seq) {
                 if !self.is_lost(seq) {
                     pipe += len;
