@@ -9,7 +9,7 @@ agree with each other: 5 × 20 s. Where each side comes from
 15|20 --out <file> --cells <the cells>`, resumable; `--no-emu` for the
 simulator's file):
 
-- the simulator, every cell: fidelity_grid_sim_2026-11-28.csv (the model
+- the simulator, every cell: fidelity_grid_sim_2026-11-29.csv (the model
   of this commit; re-made whenever the model changes);
 - the kernel, CUBIC and Reno: fidelity_grid_default_cc_2026-11-27.csv and
   fidelity_50ms_5x20_default_cc_2026-11-27.csv, taken after emu's hosts
@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fidelity  # noqa: E402
 
 RESULTS = fidelity.ROOT / "bench" / "results"
-SIM = RESULTS / "fidelity_grid_sim_2026-11-28.csv"
+SIM = RESULTS / "fidelity_grid_sim_2026-11-29.csv"
 KERNEL = RESULTS / "fidelity_grid_default_cc_2026-11-27.csv"
 KERNEL_LONG = RESULTS / "fidelity_50ms_5x20_default_cc_2026-11-27.csv"
 KERNEL_BBR = RESULTS / "fidelity_grid_2026-11-27.csv"

@@ -196,6 +196,8 @@ def test_params_go_with_their_controller():
     (["--set", "tcp.cc=cubic", "--set", "tcp.cc_params.fast_convergence=1"],
      ["tcp.cc_params.fast_convergence", "true or false"]),
     (["--set", "flows.f.cc_params.beta=high"], ["flows[0].cc_params", "beta = 'high'", "a number, or true / false"]),
+    (["--set", "tcp.cc=cubic", "--set", "tcp.cc_params.linux_integer=true", "--set", "tcp.cc_params.hz=300"],
+     ["tcp.cc_params.hz", "300 jiffies per second do not divide a second", "100, 250 or 1000"]),
 ])
 def test_cc_param_mistakes(tmp_path, args, words):
     path = tmp_path / "s.toml"
@@ -217,7 +219,8 @@ def test_controllers_command_lists_the_simulators_list():
     cubic = next(c for c in listed if c["name"] == "cubic")
     assert {p["name"] for p in cubic["params"]} == {"c", "beta", "fast_convergence", "reno_friendly", "hystart",
                                                    "hystart_low_window", "hystart_ack_delta_ms", "hystart_ack_train",
-                                                   "hystart_delay", "target_min_rtt", "alpha_switch", "friendly_ramp"}
+                                                   "hystart_delay", "target_min_rtt", "alpha_switch", "friendly_ramp",
+                                                   "linux_integer", "hz"}
     bbr = next(c for c in listed if c["name"] == "bbr")
     assert {"high_gain", "cwnd_gain", "probe_rtt_ms"} <= {p["name"] for p in bbr["params"]}
     r = netbraid("controllers")
@@ -383,8 +386,7 @@ def test_linux_profile_on_a_flow_from_python():
     s.add_flow("rfc", "a", "b")
     linux, rfc = (f["tcp"] for f in nb.resolve(s)["flows"])
     assert linux["cc"] == "cubic"
-    assert linux["cc_params"] == {"beta": 717 / 1024, "hystart": True, "target_min_rtt": True, "alpha_switch": False,
-                                  "friendly_ramp": True}
+    assert linux["cc_params"] == {"beta": 717 / 1024, "hystart": True, "linux_integer": True, "hz": 250}
     assert linux["rto_min"] == 200_000_000 and linux["mss"] == 1448 and linux["initial_window"] == 10
     # RFC 6298's 1 s minimum RTO and RFC 5681's initial window for the other
     assert rfc["rto_min"] == 1_000_000_000 and rfc["initial_window"] == 3 and rfc["cc"] == "reno"

@@ -93,9 +93,12 @@ LINUX_TCP: dict[str, Any] = {
     # MPTCP subflow that waits on the connection's window send a probe every
     # few ticks, which is not yet checked against the kernel: docs/model.md)
 }
-#: CUBIC as net/ipv4/tcp_cubic.c runs it: β = 717/1024, HyStart on (both detectors).
-LINUX_CUBIC: dict[str, Any] = {"cc": "cubic", "cc_params": {"beta": 717 / 1024, "hystart": True, "target_min_rtt": True,
-                                                            "alpha_switch": False, "friendly_ramp": True}}
+#: CUBIC as net/ipv4/tcp_cubic.c runs it: β = 717/1024, HyStart on (both
+#: detectors), the kernel's integer arithmetic in jiffies of this kernel's
+#: HZ = 250 (cc/cubic_linux.rs; bench/RESULTS.md, 2026-11-29: closer to the
+#: kernel on the fidelity grid than the float model's Linux flags were).
+LINUX_CUBIC: dict[str, Any] = {"cc": "cubic", "cc_params": {"beta": 717 / 1024, "hystart": True, "linux_integer": True,
+                                                            "hz": 250}}
 #: `profile`: the layer of defaults under the scenario's and the flow's own settings.
 PROFILES: dict[str, TcpOptions] = {
     "rfc": TcpOptions(),

@@ -2,6 +2,7 @@
 //! last congestion event, with a Reno-friendly lower bound (W_est). With
 //! `hystart`, slow start ends before the first loss as Linux's does (hystart.rs).
 
+use super::cubic_linux::LinuxCubic;
 use super::hystart::HyStart;
 use super::{slow_start_increase, AckEvent, CcConfig, CongestionControl, ControllerInfo, ParamInfo, ParamKind, Params};
 use crate::engine::time::{as_secs_f64, MILLISECOND};
@@ -92,10 +93,48 @@ pub(super) const INFO: ControllerInfo = ControllerInfo {
             doc: "aim at W_cubic(t + min RTT), as Linux (delay_min), not RFC 9438's smoothed RTT",
             kind: ParamKind::Flag { default: false },
         },
+        ParamInfo {
+            name: "linux_integer",
+            doc: "walk the curve as Linux's tcp_cubic.c does: whole segments, cnt per jiffy, integer time (cubic_linux.rs); alpha_switch, friendly_ramp and target_min_rtt are then Linux's",
+            kind: ParamKind::Flag { default: false },
+        },
+        ParamInfo {
+            name: "hz",
+            doc: "with linux_integer: the kernel's jiffies per second, CONFIG_HZ (Debian: 250); must divide 10^9",
+            kind: ParamKind::Number {
+                default: 250.0,
+                min: 1.0,
+                max: 10_000.0,
+            },
+        },
     ],
-    constraints: super::independent,
-    build: |cfg, p| Box::new(Cubic::with_params(cfg, p)),
+    constraints: |p| {
+        if super::cubic_linux::valid_hz(p.number("hz")) {
+            Ok(())
+        } else {
+            Err(("hz", format!("{} jiffies per second do not divide a second into whole nanoseconds; use e.g. 100, 250 or 1000", p.number("hz"))))
+        }
+    },
+    build: |cfg, p| {
+        if p.flag("linux_integer") {
+            Box::new(LinuxCubic::with_params(cfg, p, hystart(p)))
+        } else {
+            Box::new(Cubic::with_params(cfg, p))
+        }
+    },
 };
+
+/// HyStart from the parameters, if on.
+fn hystart(p: &Params) -> Option<HyStart> {
+    p.flag("hystart").then(|| {
+        HyStart::new(
+            p.number("hystart_low_window"),
+            (p.number("hystart_ack_delta_ms") * MILLISECOND as f64) as Time,
+            p.flag("hystart_ack_train"),
+            p.flag("hystart_delay"),
+        )
+    })
+}
 
 pub struct Cubic {
     cfg: CcConfig,
@@ -175,14 +214,7 @@ impl Cubic {
             alpha_switch: p.flag("alpha_switch"),
             friendly_ramp: p.flag("friendly_ramp"),
             delay_min: None,
-            hystart: p.flag("hystart").then(|| {
-                HyStart::new(
-                    p.number("hystart_low_window"),
-                    (p.number("hystart_ack_delta_ms") * MILLISECOND as f64) as Time,
-                    p.flag("hystart_ack_train"),
-                    p.flag("hystart_delay"),
-                )
-            }),
+            hystart: hystart(p),
             cfg,
         }
     }

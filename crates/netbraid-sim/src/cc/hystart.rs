@@ -66,6 +66,12 @@ impl HyStart {
         self.round = None;
     }
 
+    /// Forget the minimum RTT too, as Linux's CUBIC does on entering loss
+    /// recovery (its delay_min is one field, zeroed with the rest).
+    pub fn forget_delay_min(&mut self) {
+        self.delay_min = None;
+    }
+
     /// One ACK in slow start with `cwnd` bytes of window: whether slow
     /// start should end now (the caller sets ssthresh = cwnd).
     pub fn on_ack(&mut self, ack: &AckEvent<'_>, cwnd: u64, mss: u64) -> bool {

@@ -12,6 +12,7 @@ mod balia;
 mod bbr;
 mod coupled;
 mod cubic;
+mod cubic_linux;
 mod ghstcp;
 mod hstcp;
 mod hystart;

@@ -2,7 +2,7 @@
 //! in-order data moves up to one connection-level buffer, reordered by
 //! data sequence; DATA_ACK and the connection's window on every ACK.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::endpoint::{Outbox, Received, Scope, Snapshot, Transmit};
 use crate::engine::time::earliest;
@@ -25,10 +25,12 @@ struct Mapping {
 struct RxSubflow {
     tcp: TcpReceiver,
     /// Mappings of data received on this subflow above its rcv_nxt (out of
-    /// order at subflow level): ssn → (dsn, len). They move to the
-    /// connection when the subflow's holes fill, as Linux moves only
-    /// in-sequence subflow data to the MPTCP socket.
-    pending: BTreeMap<u64, (u64, u64)>,
+    /// order at subflow level), (ssn, dsn, len) in order of ssn. They move to
+    /// the connection when the subflow's holes fill, as Linux moves only
+    /// in-sequence subflow data to the MPTCP socket. (A sorted deque, not a
+    /// map: segments above a hole arrive mostly in order and leave from the
+    /// front, so both ends are one step.)
+    pending: VecDeque<(u64, u64, u64)>,
     /// Data bytes this subflow brought to the connection first (its goodput:
     /// a byte that arrives on two subflows counts once).
     credited: u64,
@@ -82,7 +84,7 @@ impl MptcpReceiver {
                 tcp.set_reader_waiting(true);
                 RxSubflow {
                     tcp,
-                    pending: BTreeMap::new(),
+                    pending: VecDeque::new(),
                     credited: 0,
                 }
             })
@@ -186,7 +188,7 @@ impl MptcpReceiver {
         let (ack, ooo) = (self.data_ack, &self.out_of_order);
         let mut gone = Vec::new();
         for s in &mut self.subflows {
-            s.pending.retain(|_, &mut (dsn, len)| {
+            s.pending.retain(|&(_, dsn, len)| {
                 let keep = dsn + len > ack && !ooo.is_sacked(dsn);
                 if !keep {
                     gone.push((dsn, len));
@@ -206,8 +208,17 @@ impl MptcpReceiver {
     /// instruction cache, bench/RESULTS.md.)
     #[inline(never)]
     fn hold(&mut self, i: usize, m: Mapping) {
-        if let Some((dsn, len)) = self.subflows[i].pending.insert(m.ssn, (m.dsn, m.len as u64)) {
-            self.unpend(dsn, len); // the same segment again
+        let pending = &mut self.subflows[i].pending;
+        let entry = (m.ssn, m.dsn, m.len as u64);
+        match pending.back() {
+            Some(&(last, ..)) if last >= m.ssn => match pending.binary_search_by_key(&m.ssn, |e| e.0) {
+                Ok(k) => {
+                    let (_, dsn, len) = std::mem::replace(&mut pending[k], entry);
+                    self.unpend(dsn, len); // the same segment again
+                }
+                Err(k) => pending.insert(k, entry),
+            },
+            _ => pending.push_back(entry),
         }
         self.pend(m.dsn, m.len as u64);
     }
@@ -216,10 +227,11 @@ impl MptcpReceiver {
     /// move to the connection.
     #[inline(never)]
     fn release(&mut self, i: usize, after: u64) {
-        let sub = &mut self.subflows[i];
-        let rest = sub.pending.split_off(&after);
-        let ready = std::mem::replace(&mut sub.pending, rest);
-        for (dsn, len) in ready.into_values() {
+        while let Some(&(ssn, dsn, len)) = self.subflows[i].pending.front() {
+            if ssn >= after {
+                break;
+            }
+            self.subflows[i].pending.pop_front();
             self.unpend(dsn, len);
             self.deliver(i, dsn, len);
         }
