@@ -36,7 +36,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "python"))
 
 import netbraid as nb  # noqa: E402
 from netbraid.stats import mean_ci  # noqa: E402
