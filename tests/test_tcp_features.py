@@ -198,6 +198,10 @@ def test_params_go_with_their_controller():
     (["--set", "flows.f.cc_params.beta=high"], ["flows[0].cc_params", "beta = 'high'", "a number, or true / false"]),
     (["--set", "tcp.cc=cubic", "--set", "tcp.cc_params.linux_integer=true", "--set", "tcp.cc_params.hz=300"],
      ["tcp.cc_params.hz", "300 jiffies per second do not divide a second", "100, 250 or 1000"]),
+    (["--set", "tcp.cc=cubic", "--set", "tcp.cc_params.hz=1000"],
+     ["tcp.cc_params.hz", "applies only with linux_integer = true"]),
+    (["--set", "tcp.cc=cubic", "--set", "tcp.cc_params.linux_integer=true", "--set", "tcp.cc_params.friendly_ramp=true"],
+     ["tcp.cc_params.friendly_ramp", "has no effect with linux_integer = true"]),
 ])
 def test_cc_param_mistakes(tmp_path, args, words):
     path = tmp_path / "s.toml"

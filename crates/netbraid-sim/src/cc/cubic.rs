@@ -108,13 +108,7 @@ pub(super) const INFO: ControllerInfo = ControllerInfo {
             },
         },
     ],
-    constraints: |p| {
-        if super::cubic_linux::valid_hz(p.number("hz")) {
-            Ok(())
-        } else {
-            Err(("hz", format!("{} jiffies per second do not divide a second into whole nanoseconds; use e.g. 100, 250 or 1000", p.number("hz"))))
-        }
-    },
+    constraints,
     build: |cfg, p| {
         if p.flag("linux_integer") {
             Box::new(LinuxCubic::with_params(cfg, p, hystart(p)))
@@ -123,6 +117,34 @@ pub(super) const INFO: ControllerInfo = ControllerInfo {
         }
     },
 };
+
+/// `hz` belongs to `linux_integer`, and the float model's Linux flags do
+/// not apply with it (the kernel's own rules do): each mismatch is an
+/// error rather than a setting silently ignored.
+fn constraints(p: &Params) -> Result<(), (&'static str, String)> {
+    let hz = p.number("hz");
+    if !super::cubic_linux::valid_hz(hz) {
+        return Err((
+            "hz",
+            format!("{hz} jiffies per second do not divide a second into whole nanoseconds; use e.g. 100, 250 or 1000"),
+        ));
+    }
+    if p.flag("linux_integer") {
+        for (name, default) in [
+            ("target_min_rtt", false),
+            ("alpha_switch", true),
+            ("friendly_ramp", false),
+        ] {
+            if p.flag(name) != default {
+                let why = "has no effect with linux_integer = true (the kernel's own rule applies); leave it out";
+                return Err((name, why.to_string()));
+            }
+        }
+    } else if hz != 250.0 {
+        return Err(("hz", "applies only with linux_integer = true".to_string()));
+    }
+    Ok(())
+}
 
 /// HyStart from the parameters, if on.
 fn hystart(p: &Params) -> Option<HyStart> {
