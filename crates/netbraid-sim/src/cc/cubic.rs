@@ -2,7 +2,7 @@
 //! last congestion event, with a Reno-friendly lower bound (W_est). With
 //! `hystart`, slow start ends before the first loss as Linux's does (hystart.rs).
 
-use super::cubic_linux::LinuxCubic;
+use super::cubic_linux::{valid_hz, LinuxCubic, LINUX_HZ};
 use super::hystart::HyStart;
 use super::{slow_start_increase, AckEvent, CcConfig, CongestionControl, ControllerInfo, ParamInfo, ParamKind, Params};
 use crate::engine::time::{as_secs_f64, MILLISECOND};
@@ -95,14 +95,14 @@ pub(super) const INFO: ControllerInfo = ControllerInfo {
         },
         ParamInfo {
             name: "linux_integer",
-            doc: "walk the curve as Linux's tcp_cubic.c does: whole segments, cnt per jiffy, integer time (cubic_linux.rs); alpha_switch, friendly_ramp and target_min_rtt are then Linux's",
+            doc: "walk the curve as Linux's tcp_cubic.c does: whole segments, cnt per jiffy, integer time (cubic_linux.rs); alpha_switch, friendly_ramp and target_min_rtt do not apply",
             kind: ParamKind::Flag { default: false },
         },
         ParamInfo {
             name: "hz",
             doc: "with linux_integer: the kernel's jiffies per second, CONFIG_HZ (Debian: 250); must divide 10^9",
             kind: ParamKind::Number {
-                default: 250.0,
+                default: LINUX_HZ,
                 min: 1.0,
                 max: 10_000.0,
             },
@@ -123,7 +123,7 @@ pub(super) const INFO: ControllerInfo = ControllerInfo {
 /// error rather than a setting silently ignored.
 fn constraints(p: &Params) -> Result<(), (&'static str, String)> {
     let hz = p.number("hz");
-    if !super::cubic_linux::valid_hz(hz) {
+    if !valid_hz(hz) {
         return Err((
             "hz",
             format!("{hz} jiffies per second do not divide a second into whole nanoseconds; use e.g. 100, 250 or 1000"),
@@ -140,7 +140,7 @@ fn constraints(p: &Params) -> Result<(), (&'static str, String)> {
                 return Err((name, why.to_string()));
             }
         }
-    } else if hz != 250.0 {
+    } else if hz != LINUX_HZ {
         return Err(("hz", "applies only with linux_integer = true".to_string()));
     }
     Ok(())

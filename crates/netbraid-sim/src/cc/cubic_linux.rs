@@ -27,8 +27,6 @@
 //! transfers, not for receive-window- or application-limited ones); ACKed
 //! segments are those the cumulative ACK covers, where Linux also counts
 //! segments as they are SACKed (the same totals, other timing).
-//! Per ACK this is a few integer operations, where the float model divides
-//! five times: the Linux profile's cost per packet-hop (issue 16).
 
 use super::hystart::HyStart;
 use super::{AckEvent, CcConfig, CongestionControl, Params};
@@ -65,7 +63,7 @@ pub struct LinuxCubic {
     ack_cnt: u64,
     tcp_cwnd: u64,
     /// When the flow stopped being cwnd-limited: the epoch moves on by that
-    /// time (as Linux's CA_EVENT_TX_START after idle).
+    /// time (the float model's rule; Linux moves it only after idle, see above).
     limited_since: Option<Time>,
     hystart: Option<HyStart>,
     /// Kernel constants from the parameters.
@@ -124,12 +122,12 @@ impl LinuxCubic {
     }
 
     /// cubictcp_acked: delay_min from every ACK's RTT, except in the first
-    /// second of an epoch (just after a recovery).
-    fn note_rtt(&mut self, ack: &AckEvent<'_>) {
+    /// second of an epoch (just after a recovery). `now` in jiffies.
+    fn note_rtt(&mut self, ack: &AckEvent<'_>, now: u64) {
         let Some(rtt) = ack.ack_rtt.or(ack.rtt_sample) else {
             return;
         };
-        if self.epoch_start.is_some_and(|e| self.jiffies(ack.now) - e < self.hz) {
+        if self.epoch_start.is_some_and(|e| now - e < self.hz) {
             return;
         }
         let us = (rtt / 1_000).max(1);
@@ -236,11 +234,12 @@ fn cube_root(a: u64) -> u64 {
 
 impl CongestionControl for LinuxCubic {
     fn on_ack_in_recovery(&mut self, ack: &AckEvent<'_>) {
-        self.note_rtt(ack);
+        self.note_rtt(ack, self.jiffies(ack.now));
     }
 
     fn on_ack(&mut self, ack: &AckEvent<'_>) {
-        self.note_rtt(ack);
+        let now = self.jiffies(ack.now);
+        self.note_rtt(ack, now);
         if self.in_slow_start() {
             if let Some(h) = &mut self.hystart {
                 if h.on_ack(ack, self.cwnd * self.cfg.mss, self.cfg.mss) {
@@ -252,7 +251,6 @@ impl CongestionControl for LinuxCubic {
             self.limited_since.get_or_insert(ack.now);
             return;
         }
-        let now = self.jiffies(ack.now);
         if let Some(since) = self.limited_since.take() {
             let idle = now - self.jiffies(since);
             if let Some(e) = &mut self.epoch_start {
@@ -319,6 +317,9 @@ impl CongestionControl for LinuxCubic {
     }
 }
 
+/// This kernel's CONFIG_HZ (Debian's): `hz`'s default.
+pub(super) const LINUX_HZ: f64 = 250.0;
+
 /// Whether `hz` is a whole number of jiffies per second that divides a
 /// second in nanoseconds exactly (100, 250, 1000, …).
 pub(super) fn valid_hz(hz: f64) -> bool {
@@ -332,15 +333,20 @@ mod tests {
 
     const MSS: u64 = 1000;
 
+    /// `cubic`'s parameters with `linux_integer` and the given flags.
+    fn params(flags: &[(&str, bool)]) -> Params {
+        let given = std::iter::once(("linux_integer", true))
+            .chain(flags.iter().copied())
+            .map(|(k, v)| (k.to_string(), serde_json::json!(v)))
+            .collect();
+        super::super::check("", "cubic", &given).expect("valid")
+    }
+
     fn cubic(initial_window: u64) -> LinuxCubic {
-        let p = super::super::check(
-            "",
-            "cubic",
-            &[("linux_integer".to_string(), serde_json::json!(true))]
-                .into_iter()
-                .collect(),
-        )
-        .expect("valid");
+        cubic_with(initial_window, &params(&[]))
+    }
+
+    fn cubic_with(initial_window: u64, p: &Params) -> LinuxCubic {
         LinuxCubic::with_params(
             CcConfig {
                 mss: MSS,
@@ -350,7 +356,7 @@ mod tests {
                 byte_counting: true,
                 seed: 0,
             },
-            &p,
+            p,
             None,
         )
     }
@@ -488,23 +494,12 @@ mod tests {
     #[test]
     fn after_a_timeout_growth_is_five_percent_per_round_trip() {
         let rtt = 100 * MILLISECOND;
-        let p = super::super::check(
-            "",
-            "cubic",
-            &[
-                ("linux_integer".to_string(), serde_json::json!(true)),
-                ("reno_friendly".to_string(), serde_json::json!(false)),
-            ]
-            .into_iter()
-            .collect(),
-        )
-        .expect("valid");
-        let mut c = LinuxCubic::with_params(cubic(100).cfg, &p, None);
+        let mut c = cubic_with(100, &params(&[("reno_friendly", false)]));
         c.on_timeout(0, 100 * MSS, true);
         assert_eq!((c.window(), c.ssthresh()), (MSS, 70 * MSS));
         (c.cwnd, c.ssthresh) = (200, 200 * MSS); // straight to congestion avoidance
-        let grown = run(&mut c, 0, 2 * rtt, rtt); // two round trips of ACKs
-                                                  // 200 · 1.05² = 220.5 (whole segments, one per 20 ACKed)
+                                                 // two round trips of ACKs: 200 · 1.05² = 220.5 (whole segments, one per 20 ACKed)
+        let grown = run(&mut c, 0, 2 * rtt, rtt);
         assert!(
             (219..=222).contains(&grown),
             "cwnd {grown} after two round trips from 200"
