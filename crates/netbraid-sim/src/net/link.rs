@@ -98,8 +98,9 @@ pub struct Channel {
     pub framing_bytes: u32,
     pub delay: Time,
     /// Outages [from, until): a packet that finishes serialisation in one
-    /// is lost (a cut cable, a failed path), counted as a loss drop.
-    pub down: Vec<(Time, Time)>,
+    /// is lost (a cut cable, a failed path), counted as a loss drop. (A
+    /// boxed slice: a Vec's capacity is a word the hot path never reads.)
+    pub down: Box<[(Time, Time)]>,
     /// Occupancy of the waiting packets: the last `queue.len()` entries of
     /// `in_link`, as of the last `advance`.
     pub queue: DropTailQueue,
@@ -121,8 +122,12 @@ pub struct Channel {
     pub counters: ChannelCounters,
     /// Serialisation times of recent sizes, direct-mapped on (size / 4) mod 4:
     /// a division costs more than the rest of an admission, and a link sees
-    /// few sizes (data and ACKs).
-    pub ser_cache: [(u32, Time); 4],
+    /// few sizes (data and ACKs). Sizes and times in two arrays, not pairs:
+    /// 48 bytes instead of 64 with the pairs' padding. (A packet touches a
+    /// link's state on every hop; the smaller it is, the more links stay in
+    /// the L1 cache: bench/RESULTS.md, 2026-12-06.)
+    pub ser_sizes: [u32; 4],
+    pub ser_times: [Time; 4],
 }
 
 /// What happened to a packet offered to a channel.
@@ -144,11 +149,12 @@ pub enum Offer {
 impl Channel {
     #[inline]
     fn serialisation_time(&mut self, size: u32) -> Time {
-        let slot = &mut self.ser_cache[(size as usize >> 2) & 3];
-        if slot.0 != size {
-            *slot = (size, serialisation_time(size + self.framing_bytes, self.rate_bps));
+        let slot = (size as usize >> 2) & 3;
+        if self.ser_sizes[slot] != size {
+            self.ser_sizes[slot] = size;
+            self.ser_times[slot] = serialisation_time(size + self.framing_bytes, self.rate_bps);
         }
-        slot.1
+        self.ser_times[slot]
     }
 
     /// Bring the queue's occupancy to `now`: waiting packets whose

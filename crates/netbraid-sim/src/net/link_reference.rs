@@ -195,7 +195,7 @@ fn rate_server(c: &Config, seed: u64) -> Channel {
         rate_bps: c.rate_bps,
         framing_bytes: c.framing_bytes,
         delay: c.delay,
-        down: c.down.clone(),
+        down: c.down.clone().into_boxed_slice(),
         queue: limit,
         red: c
             .red
@@ -205,7 +205,8 @@ fn rate_server(c: &Config, seed: u64) -> Channel {
         busy_until: 0,
         lost_in_link: 0,
         counters: ChannelCounters::default(),
-        ser_cache: [(u32::MAX, 0); 4],
+        ser_sizes: [u32::MAX; 4],
+        ser_times: [0; 4],
     }
 }
 

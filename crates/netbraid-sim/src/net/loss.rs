@@ -27,8 +27,14 @@ pub enum LossModel {
     },
 }
 
-/// A loss model with its own random stream and state.
+/// A loss model with its own random stream and state; nothing but a null
+/// pointer on a link without one (most links), so that the link's state a
+/// packet touches stays small.
 pub struct LossProcess {
+    state: Option<Box<LossState>>,
+}
+
+struct LossState {
     model: LossModel,
     rng: RandomStream,
     in_bad_state: bool,
@@ -44,18 +50,30 @@ impl LossProcess {
             indices.sort_unstable();
             indices.dedup();
         }
-        Self {
-            model,
-            rng,
-            in_bad_state: false,
-            seen: 0,
-            list_pos: 0,
-        }
+        let state = (model != LossModel::None).then(|| {
+            Box::new(LossState {
+                model,
+                rng,
+                in_bad_state: false,
+                seen: 0,
+                list_pos: 0,
+            })
+        });
+        Self { state }
     }
 
     /// Decide the fate of the next packet: true = lost.
     #[inline]
     pub fn lose_next(&mut self) -> bool {
+        match &mut self.state {
+            None => false,
+            Some(s) => s.lose_next(),
+        }
+    }
+}
+
+impl LossState {
+    fn lose_next(&mut self) -> bool {
         let index = self.seen;
         self.seen += 1;
         match &self.model {

@@ -238,7 +238,7 @@ fn build_network(scn: &Scenario) -> Result<Network, SimError> {
                 to_iface: id.to_iface(),
                 rate_bps: spec.rate_bps,
                 framing_bytes: spec.framing_bytes,
-                down: spec.down.clone(),
+                down: spec.down.clone().into_boxed_slice(),
                 delay: spec.delay_ns,
                 queue: DropTailQueue::new(limit),
                 red: spec.queue.red.map(|p| {
@@ -251,7 +251,8 @@ fn build_network(scn: &Scenario) -> Result<Network, SimError> {
                 busy_until: 0,
                 lost_in_link: 0,
                 counters: ChannelCounters::default(),
-                ser_cache: [(u32::MAX, 0); 4],
+                ser_sizes: [u32::MAX; 4],
+                ser_times: [0; 4],
             });
         }
     }
