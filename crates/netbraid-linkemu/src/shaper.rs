@@ -144,7 +144,7 @@ impl Shaper {
         }
         let departure = now.max(self.last_departure) + serialisation_time(size, self.rate_bps);
         self.last_departure = departure;
-        let lost = self.loss.lose_next();
+        let lost = self.loss.lose_next(departure);
         self.backlog.push_back((departure, size, lost));
         self.backlog_bytes += size as u64;
         if lost {

@@ -84,50 +84,49 @@ impl InLink {
 }
 
 pub struct Channel {
-    pub id: ChannelId,
-    /// "a->b" style name for reports.
-    pub name: String,
-    pub from: NodeId,
-    pub to: NodeId,
-    /// Interface at the receiving end.
-    pub to_iface: IfaceId,
-    pub rate_bps: u64,
-    /// Bytes the link layer adds to every packet on the wire (Ethernet: 38
-    /// with preamble, header, FCS and the inter-frame gap); they take
-    /// transmission time, not queue room.
-    pub framing_bytes: u32,
-    pub delay: Time,
-    /// Outages [from, until): a packet that finishes serialisation in one
-    /// is lost (a cut cable, a failed path), counted as a loss drop. (A
-    /// boxed slice: a Vec's capacity is a word the hot path never reads.)
-    pub down: Box<[(Time, Time)]>,
-    /// Occupancy of the waiting packets: the last `queue.len()` entries of
-    /// `in_link`, as of the last `advance`.
-    pub queue: DropTailQueue,
-    /// Active queue management in front of the FIFO (its limit still
-    /// holds); boxed, so that a link without it (most) keeps one word, not
-    /// 96 bytes: a datacenter run has thousands of links.
-    pub red: Option<Box<Red>>,
-    pub loss: LossProcess,
     /// Every packet admitted and not yet arrived, in order: waiting, on the
     /// transmitter, on the wire.
     pub in_link: VecDeque<InLink>,
+    /// Occupancy of the waiting packets: the last `queue.len()` entries of
+    /// `in_link`, as of the last `advance`.
+    pub queue: DropTailQueue,
     /// When the transmitter finishes the last packet admitted (≤ now: idle).
     pub busy_until: Time,
-    /// Lost packets among `in_link` (so that reading the counters can skip
-    /// the links that hold none).
-    pub lost_in_link: u32,
-    /// Counted when a packet is admitted, as if it had already departed:
-    /// read them through `counters_at`.
-    pub counters: ChannelCounters,
+    pub delay: Time,
     /// Serialisation times of recent sizes, direct-mapped on (size / 4) mod 4:
     /// a division costs more than the rest of an admission, and a link sees
     /// few sizes (data and ACKs). Sizes and times in two arrays, not pairs:
     /// 48 bytes instead of 64 with the pairs' padding. (A packet touches a
     /// link's state on every hop; the smaller it is, the more links stay in
     /// the L1 cache: bench/RESULTS.md, 2026-12-06.)
-    pub ser_sizes: [u32; 4],
     pub ser_times: [Time; 4],
+    pub ser_sizes: [u32; 4],
+    /// Counted when a packet is admitted, as if it had already departed:
+    /// read them through `counters_at`.
+    pub counters: ChannelCounters,
+    /// Active queue management in front of the FIFO (its limit still
+    /// holds); boxed, so that a link without it (most) keeps one word, not
+    /// 96 bytes: a datacenter run has thousands of links.
+    pub red: Option<Box<Red>>,
+    /// Random loss and outages (a cut cable, a failed path): a packet that
+    /// finishes serialisation lost is counted as a loss drop. One word on a
+    /// link without either.
+    pub loss: LossProcess,
+    /// Lost packets among `in_link` (so that reading the counters can skip
+    /// the links that hold none).
+    pub lost_in_link: u32,
+    pub to: NodeId,
+    /// Bytes the link layer adds to every packet on the wire (Ethernet: 38
+    /// with preamble, header, FCS and the inter-frame gap); they take
+    /// transmission time, not queue room.
+    pub framing_bytes: u32,
+    pub id: ChannelId,
+    pub from: NodeId,
+    /// Interface at the receiving end.
+    pub to_iface: IfaceId,
+    pub rate_bps: u64,
+    /// "a->b" style name for reports.
+    pub name: String,
 }
 
 /// What happened to a packet offered to a channel.
@@ -219,8 +218,7 @@ impl Channel {
         self.busy_until = depart;
         self.counters.tx_packets += 1;
         self.counters.tx_bytes += size as u64;
-        let down = !self.down.is_empty() && self.down.iter().any(|&(a, b)| a <= depart && depart < b);
-        let lost = self.loss.lose_next() || down;
+        let lost = self.loss.lose_next(depart);
         if lost {
             self.counters.loss_drops += 1;
             self.lost_in_link += 1;

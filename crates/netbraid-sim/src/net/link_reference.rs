@@ -64,7 +64,7 @@ impl Reference {
             self.counters.tx_packets += 1;
             self.counters.tx_bytes += size as u64;
             let down = self.down.iter().any(|&(a, b)| a <= end && end < b);
-            let lost = self.loss.lose_next() || down;
+            let lost = self.loss.lose_next(end) || down;
             self.counters.loss_drops += lost as u64;
             self.fates[i] = Some(Fate::Sent {
                 marked: self.marked[i],
@@ -195,12 +195,11 @@ fn rate_server(c: &Config, seed: u64) -> Channel {
         rate_bps: c.rate_bps,
         framing_bytes: c.framing_bytes,
         delay: c.delay,
-        down: c.down.clone().into_boxed_slice(),
         queue: limit,
         red: c
             .red
             .map(|p| Box::new(Red::new(p, typical_tx(c), RandomStream::new(seed, "red")))),
-        loss: LossProcess::new(c.loss.clone(), RandomStream::new(seed, "loss")),
+        loss: LossProcess::with_outages(c.loss.clone(), RandomStream::new(seed, "loss"), c.down.clone()),
         in_link: VecDeque::new(),
         busy_until: 0,
         lost_in_link: 0,

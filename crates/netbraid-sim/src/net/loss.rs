@@ -1,7 +1,7 @@
 //! Random loss on a link direction, drawn when a packet finishes
 //! serialisation (a lost packet still used the link's capacity).
 
-use crate::engine::RandomStream;
+use crate::engine::{RandomStream, Time};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum LossModel {
@@ -27,9 +27,10 @@ pub enum LossModel {
     },
 }
 
-/// A loss model with its own random stream and state; nothing but a null
-/// pointer on a link without one (most links), so that the link's state a
-/// packet touches stays small.
+/// What loses packets on a link direction's wire: a loss model with its own
+/// random stream and state, and outages. Nothing but a null pointer on a
+/// link with neither (most links), so that the link's state a packet
+/// touches stays small (`net::link::Channel`).
 pub struct LossProcess {
     state: Option<Box<LossState>>,
 }
@@ -42,38 +43,48 @@ struct LossState {
     seen: u64,
     /// Next position in a sorted `List`.
     list_pos: usize,
+    /// Outages [from, until): a packet that finishes serialisation in one
+    /// is lost (a cut cable, a failed path).
+    down: Vec<(Time, Time)>,
 }
 
 impl LossProcess {
-    pub fn new(mut model: LossModel, rng: RandomStream) -> Self {
+    pub fn new(model: LossModel, rng: RandomStream) -> Self {
+        Self::with_outages(model, rng, Vec::new())
+    }
+
+    pub fn with_outages(mut model: LossModel, rng: RandomStream, down: Vec<(Time, Time)>) -> Self {
         if let LossModel::List { indices } = &mut model {
             indices.sort_unstable();
             indices.dedup();
         }
-        let state = (model != LossModel::None).then(|| {
+        let state = (model != LossModel::None || !down.is_empty()).then(|| {
             Box::new(LossState {
                 model,
                 rng,
                 in_bad_state: false,
                 seen: 0,
                 list_pos: 0,
+                down,
             })
         });
         Self { state }
     }
 
-    /// Decide the fate of the next packet: true = lost.
+    /// Decide the fate of the next packet, which finishes serialisation at
+    /// `depart`: true = lost (drawn from the model — every packet takes its
+    /// draw — or in an outage).
     #[inline]
-    pub fn lose_next(&mut self) -> bool {
+    pub fn lose_next(&mut self, depart: Time) -> bool {
         match &mut self.state {
             None => false,
-            Some(s) => s.lose_next(),
+            Some(s) => s.draw() || s.down.iter().any(|&(a, b)| a <= depart && depart < b),
         }
     }
 }
 
 impl LossState {
-    fn lose_next(&mut self) -> bool {
+    fn draw(&mut self) -> bool {
         let index = self.seen;
         self.seen += 1;
         match &self.model {
@@ -110,7 +121,7 @@ mod tests {
 
     fn rate(model: LossModel, n: u64) -> f64 {
         let mut lp = LossProcess::new(model, RandomStream::new(3, "t"));
-        (0..n).filter(|_| lp.lose_next()).count() as f64 / n as f64
+        (0..n).filter(|_| lp.lose_next(0)).count() as f64 / n as f64
     }
 
     #[test]
@@ -137,7 +148,7 @@ mod tests {
     #[test]
     fn list_drops_exactly_those() {
         let mut lp = LossProcess::new(LossModel::List { indices: vec![5, 2, 2] }, RandomStream::new(0, "x"));
-        let lost: Vec<u64> = (0..10).filter(|_| lp.lose_next()).collect();
+        let lost: Vec<u64> = (0..10).filter(|_| lp.lose_next(0)).collect();
         assert_eq!(lost, vec![2, 5]);
     }
 }

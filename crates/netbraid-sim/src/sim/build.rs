@@ -238,7 +238,6 @@ fn build_network(scn: &Scenario) -> Result<Network, SimError> {
                 to_iface: id.to_iface(),
                 rate_bps: spec.rate_bps,
                 framing_bytes: spec.framing_bytes,
-                down: spec.down.clone().into_boxed_slice(),
                 delay: spec.delay_ns,
                 queue: DropTailQueue::new(limit),
                 red: spec.queue.red.map(|p| {
@@ -246,7 +245,7 @@ fn build_network(scn: &Scenario) -> Result<Network, SimError> {
                     // typical packet: 1000 B, for the idle-time decay (ns-2 mean_pktsize_ 500–1000)
                     Box::new(Red::new(p, serialisation_time(1000, spec.rate_bps), stream))
                 }),
-                loss: LossProcess::new(LossModel::from(&spec.loss), stream),
+                loss: LossProcess::with_outages(LossModel::from(&spec.loss), stream, spec.down.clone()),
                 in_link: VecDeque::new(),
                 busy_until: 0,
                 lost_in_link: 0,
