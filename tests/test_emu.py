@@ -93,7 +93,7 @@ def test_loss_within_the_binomial_interval():
     assert lo <= f["packets_lost"] <= hi, (f["packets_lost"], n, lo, hi)
 
 
-def _one_gigabit_runs(want_on_time: bool) -> list:
+def _one_gigabit_runs(want_on_time: bool) -> None:
     """iperf3 TCP (CUBIC) through a 1 Gb/s, 5 ms link with a 1000-packet
     queue, up to three runs, until one keeps the link busy after slow start
     (the IP rate at the receiver, goodput x 1500 / 1448 for full segments
@@ -102,7 +102,7 @@ def _one_gigabit_runs(want_on_time: bool) -> list:
     due time without a warning. Every run that was late must say so: the
     warning is the user's only clue. (The ACKs' direction is not held to
     the 1 %: with iperf3 on the same two cores the machine is saturated.)
-    Returns the runs; fails if none of three did it."""
+    Fails if none of three did it."""
     attempts = []
     for _ in range(3):
         s = one_link("1Gbps", "5ms", duration="5s", measure_start="2s")
@@ -115,7 +115,7 @@ def _one_gigabit_runs(want_on_time: bool) -> list:
         attempts.append((f["goodput_bps"], data["late_packets"], data["tx_packets"], r["warnings"]))
         assert on_time or warned, attempts[-1]
         if on_rate and (not want_on_time or (on_time and not warned)):
-            return attempts
+            return
     pytest.fail(f"no run of three carried 1 Gb/s{' on time' if want_on_time else ''}: {attempts}")
 
 

@@ -1,5 +1,6 @@
-//! Random loss on a link direction, drawn when a packet finishes
-//! serialisation (a lost packet still used the link's capacity).
+//! Loss on a link direction — random, by a loss model, or in an outage —
+//! decided when a packet finishes serialisation (a lost packet still used
+//! the link's capacity).
 
 use crate::engine::{RandomStream, Time};
 
