@@ -14,6 +14,13 @@ processes, alternating (rfc, linux, rfc, linux, ...) `--reps` times:
 The two do different work per simulated second (other windows, other
 losses), so the comparison is per packet-hop: median wall time / packet-hops.
 
+A third setting, rfc-40ms, is RFC mode with Linux's 40 ms delayed-ACK timer
+instead of 200 ms and nothing else changed: at N=10 that timer alone costs
+RFC mode about a quarter more per packet-hop (its events break the run of
+packet events the CPU predicts; bench/RESULTS.md, 2026-12-06), so the
+profile's own cost is linux / rfc-40ms, printed beside the issue's linux /
+rfc (`--no-same-timer` leaves it out).
+
     python bench/linux_profile_cost.py [--reps 5] [--case 10|100] [--cc bbr]
 """
 
@@ -40,18 +47,30 @@ def linux_variant(n: int, cc: str | None) -> nb.Scenario:
     return s
 
 
+def rfc_with_linux_timer(n: int) -> nb.Scenario:
+    """RFC mode with only its delayed-ACK timer set to Linux's 40 ms."""
+    s = anchor_scenario(n)
+    s.tcp = nb.TcpOptions(**{**s.tcp.model_dump(exclude_unset=True), "delack_timeout": "40ms"})
+    return s
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--case", type=int, choices=[10, 100], default=10)
     ap.add_argument("--cc", default=None, help="the linux side's controller (default: the profile's cubic)")
     ap.add_argument("--binary", type=Path, help="a netbraid-sim binary (default: bench/sim_binary.py's build)")
+    ap.add_argument("--no-same-timer", dest="same_timer", action="store_false",
+                    help="leave out rfc-40ms (RFC mode with Linux's 40 ms delayed-ACK timer)")
     a = ap.parse_args()
     a.binary = a.binary or sim_binary()
     if not a.binary.exists():
         ap.error(f"{a.binary} is missing")
     files = {}
-    for label, s in (("rfc", anchor_scenario(a.case)), ("linux", linux_variant(a.case, a.cc))):
+    settings = [("rfc", anchor_scenario(a.case)), ("linux", linux_variant(a.case, a.cc))]
+    if a.same_timer:
+        settings.append(("rfc-40ms", rfc_with_linux_timer(a.case)))
+    for label, s in settings:
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump(nb.resolve(s), f)
         files[label] = f.name
@@ -66,9 +85,12 @@ def main() -> int:
         wall = statistics.median(r["wall_s"] for r in rs)
         hops = rs[-1]["packet_hops"]
         per_hop[label] = wall / hops
-        print(f"{label:5}: median wall {wall:.3f} s, {hops:,} packet-hops, {hops / wall / 1e6:.2f} M hops/s, "
+        print(f"{label:8}: median wall {wall:.3f} s, {hops:,} packet-hops, {hops / wall / 1e6:.2f} M hops/s, "
               f"{per_hop[label] * 1e9:.1f} ns per hop, goodput {rs[-1]['agg_goodput_bps'] / 1e6:.2f} Mb/s")
     print(f"linux / rfc per packet-hop: {per_hop['linux'] / per_hop['rfc']:.3f} (target ≤ 1.30)")
+    if a.same_timer:
+        print(f"rfc-40ms / rfc: {per_hop['rfc-40ms'] / per_hop['rfc']:.3f} (the 40 ms timer alone); "
+              f"linux / rfc-40ms: {per_hop['linux'] / per_hop['rfc-40ms']:.3f} (the profile at the same timer)")
     for f in files.values():
         Path(f).unlink()
     return 0
