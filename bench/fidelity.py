@@ -19,7 +19,8 @@ seed (sim) or one real run (emu; runs alternate sim, emu); goodput is
 measured after a warm-up of a quarter of the run. Competing flows start at
 instants drawn per replication in the first 200 ms, the same on both
 backends, so that each pair of runs is the same experiment. Each row is appended to
-the CSV (`--out`, default bench/results/fidelity.csv) as it is produced, so
+the CSV (`--out`, default bench/results/fidelity.csv; with --quick a new
+temporary file, so a quick check shows this build) as it is produced, so
 an interrupted run resumes where it stopped (rows already there are not
 run again). The table gives, per cell, the mean and 95 % Student-t
 interval on each side and the gap (sim − emu) / emu; `--plot` draws sim
@@ -33,6 +34,7 @@ import argparse
 import csv
 import random
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -245,7 +247,11 @@ def main(argv: list[str] | None = None) -> int:
     cells = a.cells or (QUICK if a.quick else grid())
     reps = a.reps or (2 if a.quick else 5)
     duration = a.duration or (10.0 if a.quick else 20.0)
-    out = a.out or ROOT / "bench" / "results" / ("fidelity-quick.csv" if a.quick else "fidelity.csv")
+    # (--quick starts afresh unless --out names a file to resume: a quick
+    # check shows this build's figures, not rows kept from an earlier one)
+    if a.out is None and a.quick:
+        a.out = Path(tempfile.mkdtemp(prefix="netbraid-fidelity-quick-")) / "fidelity-quick.csv"
+    out = a.out or ROOT / "bench" / "results" / "fidelity.csv"
     for c in cells:
         try:
             scenario(c, duration)

@@ -86,7 +86,10 @@ def test_a_path_that_does_not_exist_is_refused():
     s.add_flow("m", "a", "b", kind="mptcp", paths=[{"from_iface": 0}, {"from_iface": 1}])
     with pytest.raises(ScenarioError) as e:
         nb.simulate(s)
+    # the field, the interfaces as the scenario numbers them, what is allowed
     assert "paths[1]" in str(e.value), str(e.value)
+    assert "no route from 'a' (its interface 1) to 'b' (its interface 0)" in str(e.value), str(e.value)
+    assert "allowed:" in str(e.value), str(e.value)
 
 
 def test_a_backup_subflow_carries_nothing_while_the_other_can_send():
@@ -183,3 +186,22 @@ def test_mptcp_settings_on_a_tcp_flow_are_refused():
     s = two_paths()
     with pytest.raises(ScenarioError, match="scheduler: applies only to mptcp flows"):
         s.add_flow("t", "client", "server", kind="tcp", scheduler="min_rtt")
+
+
+def test_mptcp_on_emu_without_the_kernels_mptcp_names_the_flow(monkeypatch):
+    # a kernel without CONFIG_MPTCP, everything else in place: the error names
+    # the flow's field and what runs instead, before anything is set up
+    from netbraid.emu import backend, platform
+    from netbraid.resolve import resolve
+
+    for name in ("require_root", "require_tools", "require_tun", "require_netns"):
+        monkeypatch.setattr(platform, name, lambda *a, **k: None)
+
+    def no_mptcp():
+        raise platform.EmuUnavailable("this kernel has no MPTCP (no /proc/sys/net/mptcp)")
+
+    monkeypatch.setattr(platform, "require_mptcp", no_mptcp)
+    with pytest.raises(platform.EmuUnavailable) as e:
+        backend.run(resolve(two_paths(), backend="emu"))
+    assert "flows[0].kind" in str(e.value), str(e.value)
+    assert "--backend sim" in str(e.value) and "no MPTCP" in str(e.value), str(e.value)

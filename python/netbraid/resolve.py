@@ -57,6 +57,7 @@ TCP_DEFAULTS: dict[str, Any] = {
     "prr": False,
     "ssthresh_from_cwnd": False,
     "timer_tick": 0,
+    "linux_rto": False,
 }
 #: Linux 6.x defaults, as the simulator can express them: IW10 (RFC 6928),
 #: 200 ms minimum RTO and 1 s initial RTO (TCP_RTO_MIN, TCP_TIMEOUT_INIT),
@@ -99,10 +100,17 @@ LINUX_TCP: dict[str, Any] = {
 #: kernel on the fidelity grid than the float model's Linux flags were).
 LINUX_CUBIC: dict[str, Any] = {"cc": "cubic", "cc_params": {"beta": 717 / 1024, "hystart": True, "linux_integer": True,
                                                             "hz": 250}}
+#: Pieces of Linux's TCP modelled after paper 001's documented runs: in the
+#: profile (so in `compare` and bench/fidelity.py), not yet in paper 001's
+#: settings (`LINUX_TCP`), whose tables in docs/papers/001.md they would move.
+#: Linux's RTO computation (tcp_rtt_estimator, tcp_set_rto), and three SACK
+#: blocks per ACK: what the 40 bytes of TCP options hold beside the 12 of
+#: timestamps (tcp_established_options).
+LINUX_PROFILE_ONLY: dict[str, Any] = {"linux_rto": True, "max_sack_blocks": 3}
 #: `profile`: the layer of defaults under the scenario's and the flow's own settings.
 PROFILES: dict[str, TcpOptions] = {
     "rfc": TcpOptions(),
-    "linux": TcpOptions(**LINUX_TCP, **LINUX_CUBIC),
+    "linux": TcpOptions(**LINUX_TCP, **LINUX_CUBIC, **LINUX_PROFILE_ONLY),
 }
 #: SCTP profiles: what each sets under the scenario's and the flow's
 #: settings (RFC 9260's values are the simulator's defaults). FreeBSD 9.0

@@ -408,6 +408,11 @@ class TcpOptions(Strict):
     #: machine's kernel): the reordering timer waits what is left plus 2 ms,
     #: the probe 2·SRTT plus 2 ms, rounded up to ticks. "0s" = exact (RFC 8985). Sim only.
     timer_tick: Optional[Time] = None
+    #: Linux's RTO (tcp_rtt_estimator, tcp_set_rto): a sample on every ACK
+    #: of new data and RTO = SRTT + max(the round trip's largest deviation,
+    #: rto_min), instead of RFC 6298's max(SRTT + 4·RTTVAR, rto_min) from
+    #: one timed segment per round trip. On in profile "linux". Sim only.
+    linux_rto: Optional[Flag] = None
 
     @field_validator("cc", mode="before")
     @classmethod

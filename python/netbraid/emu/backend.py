@@ -151,8 +151,17 @@ def _plan(resolved: dict[str, Any], forwarding: list[dict[str, Any]]):
 def run(resolved: dict[str, Any], *, keep_dir: Path | None = None) -> dict[str, Any]:
     """Run `resolved` (from ``resolve(..., backend="emu")``) once on real stacks."""
     wall0 = time.monotonic()
-    platform.check(mptcp=any(f["kind"] == "mptcp" for f in resolved["flows"]),
-                   sctp=any(f["kind"] == "sctp" for f in resolved["flows"]))
+    mptcp_flow = next((i for i, f in enumerate(resolved["flows"]) if f["kind"] == "mptcp"), None)
+    try:
+        platform.check(mptcp=mptcp_flow is not None, sctp=any(f["kind"] == "sctp" for f in resolved["flows"]))
+    except platform.EmuUnavailable as e:
+        if mptcp_flow is not None and platform.unavailable_reason() is None:
+            # everything else is here: the kernel's MPTCP is what is missing
+            raise platform.EmuUnavailable(
+                f"flows[{mptcp_flow}].kind: 'mptcp' on emu runs this kernel's MPTCP, and {e}; "
+                "allowed here: kind 'tcp', 'udp' or 'sctp' on emu, or the same scenario on the simulator "
+                "(--backend sim), whose MPTCP is its own") from None
+        raise
     try:
         forwarding = forwarding_table(resolved)
     except ValueError as e:

@@ -54,6 +54,14 @@ impl MptcpHandshake {
     }
 }
 
+/// MP_CAPABLE on the initial subflow's first data segment (RFC 8684 §3.1,
+/// the third ACK carrying data, as Linux's client sends it): kind, length,
+/// subtype/version/flags (4), both keys (16), the data-level length (2), no
+/// checksum; 24 bytes padded. It maps its data implicitly, so it stands in
+/// for that segment's DSS. (netbraid models no SYN/SYN-ACK for the initial
+/// subflow, so this is the one MP_CAPABLE on the wire.)
+pub const MP_CAPABLE_WITH_DATA: u32 = 24;
+
 // ---- SCTP (RFC 9260) -------------------------------------------------------
 
 /// Source and destination ports, verification tag, CRC32c.

@@ -627,7 +627,38 @@ fn route_path(
         None => net.first_iface[dst.idx()]
             .ok_or_else(|| SimError::invalid(format!("{field}.to"), format!("'{}' has no links", name_of(dst))))?,
     };
-    let unreachable = || SimError::invalid(field, format!("no route from '{}' to '{}'", name_of(src), name_of(dst)));
+    // (interfaces as the scenario numbers them: each node's own, from 0)
+    let local = |x: IfaceId| {
+        net.iface_node[..x.idx()]
+            .iter()
+            .filter(|&&n| n == net.iface_node[x.idx()])
+            .count()
+    };
+    let chosen = p.src_iface.is_some() || p.dst_iface.is_some();
+    let unreachable = |from: Option<IfaceId>| {
+        let (from, to) = if chosen {
+            (
+                from.map_or(String::new(), |x| format!(" (its interface {})", local(x))),
+                format!(" (its interface {})", local(dst_iface)),
+            )
+        } else {
+            (String::new(), String::new())
+        };
+        let allowed = if chosen {
+            "a pair of interfaces (the path's from_iface and to_iface)"
+        } else {
+            "hosts"
+        };
+        SimError::invalid(
+            field,
+            format!(
+                "no route from '{}'{from} to '{}'{to} both ways; allowed: {allowed} that links, or routers \
+                 with routes, join both ways",
+                name_of(src),
+                name_of(dst)
+            ),
+        )
+    };
     let out_channel = match p.src_iface.map(IfaceId) {
         Some(x) if net.iface_node.get(x.idx()) == Some(&src) => x.out_channel(),
         Some(x) => {
@@ -636,13 +667,21 @@ fn route_path(
                 format!("interface {} is not on '{}'", x.0, name_of(src)),
             ))
         }
-        None => net.routes.lookup(src, dst_iface).channel().ok_or_else(unreachable)?,
+        None => net
+            .routes
+            .lookup(src, dst_iface)
+            .channel()
+            .ok_or_else(|| unreachable(None))?,
     };
     let src_iface = out_channel.from_iface();
     net.routes
         .add_destination(src_iface)
         .map_err(|e| SimError::invalid("", e))?; // static routes set earlier are kept
-    let back_channel = net.routes.lookup(dst, src_iface).channel().ok_or_else(unreachable)?;
+    let back_channel = net
+        .routes
+        .lookup(dst, src_iface)
+        .channel()
+        .ok_or_else(|| unreachable(Some(src_iface)))?;
     for (from_ch, target) in [(out_channel, dst_iface), (back_channel, src_iface)] {
         check_path(
             &net.channels,

@@ -121,6 +121,10 @@ impl MptcpReceiver {
     pub fn duplicate_bytes(&self) -> u64 {
         self.duplicate_bytes
     }
+    /// Data bytes delivered in order (DATA_ACK).
+    pub fn data_ack(&self) -> u64 {
+        self.data_ack
+    }
 
     fn out_of_order_bytes(&self) -> u64 {
         self.out_of_order_bytes + self.pending_held

@@ -10,7 +10,7 @@ use crate::cc::{CongestionControl, SubflowView};
 use crate::endpoint::{Outbox, Received, Report, Scope, SenderState, Snapshot, Transmit};
 use crate::engine::time::earliest;
 use crate::engine::Time;
-use crate::net::ext::{Ext, MptcpHandshake};
+use crate::net::ext::{Ext, MptcpHandshake, MP_CAPABLE_WITH_DATA};
 use crate::net::packet::{tcp_flags, Body, Dss, TcpSegment};
 use crate::trace::counters::TransportCounters;
 use crate::transport::tcp::{RangeSet, TcpConfig, TcpSender, UNSET_BUFFER};
@@ -222,6 +222,10 @@ impl MptcpSender {
 
     pub fn data_acked(&self) -> u64 {
         self.data_una
+    }
+    /// Data bytes handed to subflows at least once (the next new one's number).
+    pub fn data_sent(&self) -> u64 {
+        self.data_nxt
     }
     pub fn subflow(&self, i: usize) -> &TcpSender {
         &self.subflows[i].tcp
@@ -683,7 +687,14 @@ impl MptcpSender {
                     Dss::DataAck(0)
                 };
                 seg.set_dss(Some(dss));
-                tx.size = tx.size.max(header) + dss.wire_bytes();
+                // (the connection's first data goes with MP_CAPABLE instead
+                // of DSS, each time it is sent: `MP_CAPABLE_WITH_DATA`)
+                let option = if i == 0 && seg.seq == 0 && seg.len > 0 {
+                    MP_CAPABLE_WITH_DATA
+                } else {
+                    dss.wire_bytes()
+                };
+                tx.size = tx.size.max(header) + option;
             }
         }
     }
@@ -1098,6 +1109,28 @@ mod tests {
         }
         // the subflow sends its initial window at once; the rest waits
         assert_eq!(out.len() as u64, s.subflows[0].tcp.cwnd() / s.mss);
+    }
+
+    #[test]
+    fn the_first_data_goes_with_mp_capable_and_the_rest_with_dss() {
+        // RFC 8684 §3.1: the client's first data segment carries MP_CAPABLE
+        // with both keys and the data-level length (22 bytes, 24 padded),
+        // which maps it; every later one a DSS mapping (28 bytes: §3.3.1,
+        // 8-byte data sequence number and a 4-byte subflow one, no checksum)
+        let mut s = sender(2, "reno");
+        let mut out = Vec::new();
+        s.write_all(0, None, &mut out);
+        let header = TcpConfig::default().header_bytes;
+        let options: Vec<u32> = out
+            .iter()
+            .map(|tx| match &tx.body {
+                Body::Tcp(seg) => tx.size - header - seg.len,
+                _ => unreachable!(),
+            })
+            .collect();
+        assert!(options.len() >= 2, "{options:?}");
+        assert_eq!(options[0], 24, "{options:?}");
+        assert!(options[1..].iter().all(|&o| o == 28), "{options:?}");
     }
 
     #[test]

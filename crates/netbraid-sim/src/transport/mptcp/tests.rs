@@ -204,6 +204,158 @@ fn a_finite_transfer_is_delivered_exactly_once_despite_loss() {
     assert_eq!(a.sent_bytes, a.delivered_bytes + a.dropped_bytes + a.in_flight_bytes);
 }
 
+/// Connection-level conservation: at every packet or timer either end
+/// handles, the data the sender has handed out (W), the data the receiver
+/// has delivered in order (R) and the data the sender has seen DATA_ACKed
+/// (A) keep A ≤ R ≤ W (nothing delivered that was not sent, nothing
+/// acknowledged that was not delivered: what is in flight, W − R, is never
+/// negative) and W − A within the send buffer; a finite transfer ends with W
+/// = R = A = the bytes written. Over a lossy path, with a send buffer small
+/// enough to bind.
+#[test]
+fn data_is_conserved_at_the_connection_level_throughout() {
+    #[derive(Default)]
+    struct Books {
+        sent: Cell<u64>,
+        delivered: Cell<u64>,
+        acked: Cell<u64>,
+        checks: Cell<u64>,
+        broken: Cell<u64>,
+        most_out: Cell<u64>,
+    }
+    impl Books {
+        fn check(&self, sndbuf: u64) {
+            let (w, r, a) = (self.sent.get(), self.delivered.get(), self.acked.get());
+            self.checks.set(self.checks.get() + 1);
+            self.most_out.set(self.most_out.get().max(w.saturating_sub(a)));
+            if !(a <= r && r <= w && w - a <= sndbuf) {
+                self.broken.set(self.broken.get() + 1);
+            }
+        }
+    }
+    struct Sender {
+        inner: crate::app::BulkSender<MptcpSender>,
+        books: Rc<Books>,
+        sndbuf: u64,
+    }
+    impl Sender {
+        fn note(&self) {
+            self.books.sent.set(self.inner.socket().data_sent());
+            self.books.acked.set(self.inner.socket().data_acked());
+            self.books.check(self.sndbuf);
+        }
+    }
+    impl Endpoint for Sender {
+        fn kind(&self) -> &'static str {
+            self.inner.kind()
+        }
+        fn start(&mut self, now: Time, out: &mut Outbox) {
+            self.inner.start(now, out);
+            self.note();
+        }
+        fn on_packet(&mut self, now: Time, rx: Received<'_>, out: &mut Outbox) {
+            self.inner.on_packet(now, rx, out);
+            self.note();
+        }
+        fn on_timer(&mut self, now: Time, out: &mut Outbox) {
+            self.inner.on_timer(now, out);
+            self.note();
+        }
+        fn poll_at(&self) -> Option<Time> {
+            self.inner.poll_at()
+        }
+        fn path_count(&self) -> usize {
+            self.inner.path_count()
+        }
+        fn snapshot(&mut self, now: Time, scope: Scope) -> Snapshot {
+            self.inner.snapshot(now, scope)
+        }
+    }
+    struct Receiver {
+        inner: Reader<MptcpReceiver>,
+        books: Rc<Books>,
+        sndbuf: u64,
+    }
+    impl Endpoint for Receiver {
+        fn kind(&self) -> &'static str {
+            self.inner.kind()
+        }
+        fn on_packet(&mut self, now: Time, rx: Received<'_>, out: &mut Outbox) {
+            self.inner.on_packet(now, rx, out);
+            self.books.delivered.set(self.inner.socket().data_ack());
+            self.books.check(self.sndbuf);
+        }
+        fn on_timer(&mut self, now: Time, out: &mut Outbox) {
+            self.inner.on_timer(now, out)
+        }
+        fn poll_at(&self) -> Option<Time> {
+            self.inner.poll_at()
+        }
+        fn path_count(&self) -> usize {
+            self.inner.path_count()
+        }
+        fn snapshot(&mut self, now: Time, scope: Scope) -> Snapshot {
+            self.inner.snapshot(now, scope)
+        }
+    }
+    let bytes = 3_000_000;
+    let sndbuf = 256 * 1024;
+    let tcp = TcpConfig {
+        sndbuf,
+        ..tcp_cfg("cubic")
+    };
+    let paths = [
+        (20 * MBPS, 5 * MILLISECOND, LossSpec::Bernoulli { p: 0.02 }),
+        (20 * MBPS, 20 * MILLISECOND, LossSpec::None),
+    ];
+    let scn = two_links(
+        paths,
+        vec![mptcp_flow(tcp, Scheduler::Default, Some(bytes))],
+        30 * SECOND,
+        0,
+    );
+    let books = Rc::new(Books::default());
+    let b = books.clone();
+    let factory = move |spec: &FlowSpec, setup: &FlowSetup| -> Result<EndpointPair, crate::SimError> {
+        let FlowKind::Mptcp { tcp, bytes, mptcp } = &spec.kind else {
+            return builtin(spec, setup);
+        };
+        let controllers = (0..setup.paths)
+            .map(|_| crate::cc::build("", &tcp.cc, &tcp.cc_params, tcp.controller_config()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let sender = crate::app::BulkSender::new(MptcpSender::new((**tcp).clone(), mptcp, controllers), *bytes);
+        let reader = Reader::new(MptcpReceiver::new(tcp, setup.paths), ReadPolicy::Waiting);
+        Ok((
+            Box::new(Sender {
+                inner: sender,
+                books: b.clone(),
+                sndbuf: tcp.sndbuf,
+            }),
+            Box::new(Receiver {
+                inner: reader,
+                books: b.clone(),
+                sndbuf: tcp.sndbuf,
+            }),
+        ))
+    };
+    let r = Simulation::with_factory(&scn, &factory).unwrap().run().unwrap();
+    assert!(books.checks.get() > 1000, "{} checks", books.checks.get());
+    assert_eq!(books.broken.get(), 0, "of {} checks", books.checks.get());
+    assert_eq!(
+        (books.sent.get(), books.delivered.get(), books.acked.get()),
+        (bytes, bytes, bytes)
+    );
+    assert_eq!(r.flows[0].bytes_delivered, bytes);
+    // the send buffer was filled, and data was lost and sent again: the
+    // bounds were tested where they bind
+    assert!(
+        books.most_out.get() > sndbuf / 2,
+        "at most {} B out",
+        books.most_out.get()
+    );
+    assert!(r.flows[0].retransmits > 0);
+}
+
 #[test]
 fn a_cut_path_does_not_stop_the_transfer() {
     // From its 300th packet on, path 1 loses everything (the cable is pulled):

@@ -175,6 +175,12 @@ pub struct TcpConfig {
     /// the tick under way. At a 10 ms round trip that is most of an RTT.
     #[serde(default)]
     pub timer_tick: Time,
+    /// Linux's RTO (tcp_rtt_estimator, tcp_set_rto: `rtt.rs`): a sample on
+    /// every ACK of new data, the variation kept per round trip, RTO =
+    /// SRTT + max(its largest deviation, rto_min), instead of RFC 6298's
+    /// max(SRTT + 4·RTTVAR, rto_min) from one timed segment per round trip.
+    #[serde(default)]
+    pub linux_rto: bool,
 }
 
 /// The buffer size that stands for "not set" (1 GiB: never the limit).
@@ -221,6 +227,7 @@ impl Default for TcpConfig {
             prr: false,
             ssthresh_from_cwnd: false,
             timer_tick: 0,
+            linux_rto: false,
         }
     }
 }

@@ -1,6 +1,78 @@
-//! Round-trip time estimation and the retransmission timeout (RFC 6298).
+//! Round-trip time estimation and the retransmission timeout: RFC 6298,
+//! or Linux's variant of it (`linux`).
+//!
+//! Linux (net/ipv4/tcp_input.c, `tcp_rtt_estimator`, `tcp_set_rto`) keeps
+//! SRTT as RFC 6298 does (gain 1/8, in microseconds) but the variation its
+//! own way: `mdev` is four times the mean deviation (gain 1/4, and 1/32 when
+//! the RTT falls, so a falling RTT does not raise the RTO); `rttvar` follows
+//! the largest `mdev` of each round trip at once and decays a quarter of the
+//! way towards it once a round trip, never below the minimum RTO, which is
+//! where the minimum enters: RTO = SRTT + rttvar, so at least SRTT + 200 ms,
+//! where RFC 6298 gives max(SRTT + 4·RTTVAR, 200 ms). Linux takes a sample
+//! on every ACK that acknowledges new data (the oldest segment it covers;
+//! with timestamps a retransmitted one is timed from its last sending).
 
 use crate::engine::Time;
+
+/// Linux's estimator state, in microseconds as the kernel keeps it.
+struct LinuxRto {
+    /// SRTT × 8.
+    srtt8: i64,
+    /// Four times the smoothed mean deviation.
+    mdev: i64,
+    /// The largest `mdev` of the round trip under way (at least the minimum RTO).
+    mdev_max: i64,
+    /// The variation term of the RTO.
+    rttvar: i64,
+    /// The round trip under way ends when snd_una passes this.
+    rtt_seq: u64,
+    /// The minimum RTO, µs.
+    rto_min: i64,
+}
+
+impl LinuxRto {
+    fn sample(&mut self, m: i64, snd_una: u64, snd_nxt: u64) {
+        if self.srtt8 != 0 {
+            let mut m = m;
+            m -= self.srtt8 >> 3; // the error of the estimate
+            self.srtt8 += m; // SRTT gains 1/8 of it
+            if m < 0 {
+                m = -m - (self.mdev >> 2);
+                // falling RTT: a finer gain, so the RTO does not grow from it
+                if m > 0 {
+                    m >>= 3;
+                }
+            } else {
+                m -= self.mdev >> 2;
+            }
+            self.mdev += m;
+            if self.mdev > self.mdev_max {
+                self.mdev_max = self.mdev;
+                self.rttvar = self.rttvar.max(self.mdev_max);
+            }
+            if snd_una > self.rtt_seq {
+                // a round trip ended: rttvar decays towards its largest mdev
+                if self.mdev_max < self.rttvar {
+                    self.rttvar -= (self.rttvar - self.mdev_max) >> 2;
+                }
+                self.rtt_seq = snd_nxt;
+                self.mdev_max = self.rto_min;
+            }
+        } else {
+            // the first sample: RTO = 3 × RTT (at least RTT + the minimum)
+            self.srtt8 = m << 3;
+            self.mdev = m << 1;
+            self.rttvar = self.mdev.max(self.rto_min);
+            self.mdev_max = self.rttvar;
+            self.rtt_seq = snd_nxt;
+        }
+        self.srtt8 = self.srtt8.max(1);
+    }
+
+    fn rto_us(&self) -> i64 {
+        (self.srtt8 >> 3) + self.rttvar
+    }
+}
 
 pub struct RttEstimator {
     /// Smoothed RTT and RTT variation in ns; `None` before the first sample.
@@ -17,6 +89,8 @@ pub struct RttEstimator {
     /// The current RTO, kept as the estimates change (senders read it on
     /// every ack that restarts a timer).
     rto: Time,
+    /// Linux's estimator, when it is the one in use (`use_linux`).
+    linux: Option<Box<LinuxRto>>,
 }
 
 impl RttEstimator {
@@ -31,7 +105,42 @@ impl RttEstimator {
             granularity,
             min_rtt: None,
             rto: rto_initial.min(rto_max),
+            linux: None,
         }
+    }
+
+    /// Linux's estimator (module docs) instead of RFC 6298's: its samples
+    /// come through `on_sample_linux`.
+    pub fn use_linux(&mut self) {
+        self.linux = Some(Box::new(LinuxRto {
+            srtt8: 0,
+            mdev: 0,
+            mdev_max: 0,
+            rttvar: 0,
+            rtt_seq: 0,
+            rto_min: (self.rto_min / 1_000) as i64,
+        }));
+    }
+
+    pub fn is_linux(&self) -> bool {
+        self.linux.is_some()
+    }
+
+    /// A sample for Linux's estimator: snd_una after the ACK that gave it
+    /// and the highest sequence sent (a round trip of the estimator ends
+    /// when snd_una passes the latter of the round before). Microseconds,
+    /// as the kernel counts (at least 1).
+    pub fn on_sample_linux(&mut self, r: Time, snd_una: u64, snd_nxt: u64) {
+        let Some(l) = self.linux.as_deref_mut() else {
+            return self.on_sample(r);
+        };
+        l.sample(((r / 1_000) as i64).max(1), snd_una, snd_nxt);
+        let srtt = ((l.srtt8 >> 3) as Time) * 1_000;
+        let base = (l.rto_us() as Time).saturating_mul(1_000);
+        self.srtt = Some(srtt as f64);
+        self.backoff = 0;
+        self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
+        self.rto = base.min(self.rto_max);
     }
 
     /// A valid RTT sample (never from a retransmitted segment: Karn).
@@ -59,6 +168,9 @@ impl RttEstimator {
 
     /// RTO before backoff.
     fn base_rto(&self) -> Time {
+        if let Some(l) = self.linux.as_deref().filter(|_| self.srtt.is_some()) {
+            return (l.rto_us() as Time).saturating_mul(1_000);
+        }
         match self.srtt {
             None => self.rto_initial,
             Some(s) => {
@@ -120,6 +232,91 @@ mod tests {
         // rttvar = 0.75·50 + 0.25·|100-200| = 62.5 ms; srtt = 112.5 ms
         assert_eq!(e.srtt(), Some(112_500_000));
         assert_eq!(e.rto(), 112_500_000 + 250_000_000);
+    }
+
+    fn linux(min: Time) -> RttEstimator {
+        let mut e = est(min);
+        e.use_linux();
+        e
+    }
+
+    /// Feed `n` samples of `r`, each ACK a new round trip (snd_una passes
+    /// the previous snd_nxt), as a window of one segment does.
+    fn steady(e: &mut RttEstimator, r: Time, n: u64, seq: &mut u64) {
+        for _ in 0..n {
+            *seq += 1000;
+            e.on_sample_linux(r, *seq, *seq + 1000);
+        }
+    }
+
+    #[test]
+    fn linux_first_sample_gives_rtt_plus_the_minimum_at_least() {
+        // mdev = 2R, rttvar = max(2R, rto_min), RTO = R + rttvar
+        let mut e = linux(200 * MILLISECOND);
+        e.on_sample_linux(100 * MILLISECOND, 1000, 2000);
+        assert_eq!(e.rto(), 300 * MILLISECOND);
+        let mut e = linux(200 * MILLISECOND);
+        e.on_sample_linux(40 * MILLISECOND, 1000, 2000);
+        assert_eq!(e.rto(), 240 * MILLISECOND); // RFC 6298: max(40 + 80, 200) = 200 ms
+    }
+
+    #[test]
+    fn linux_steady_rtt_settles_at_srtt_plus_the_minimum() {
+        // the deviation decays to nothing; the variation term cannot go
+        // below rto_min: RTO = SRTT + 200 ms, where RFC 6298 floors at 200 ms
+        let (mut e, mut seq) = (linux(200 * MILLISECOND), 0);
+        steady(&mut e, 40 * MILLISECOND, 200, &mut seq);
+        assert_eq!(e.srtt(), Some(40 * MILLISECOND));
+        assert!(e.rto().abs_diff(240 * MILLISECOND) <= 10_000, "{}", e.rto());
+        let mut r = est(200 * MILLISECOND);
+        (0..200).for_each(|_| r.on_sample(40 * MILLISECOND));
+        assert_eq!(r.rto(), 200 * MILLISECOND);
+    }
+
+    #[test]
+    fn linux_rto_jumps_with_a_rising_rtt_at_once() {
+        // after a steady 40 ms, one 440 ms sample: SRTT = 40 + 400/8 = 90 ms,
+        // mdev ≈ 400 ms (4 × the deviation's quarter gain), which rttvar
+        // takes at once: RTO ≈ 490 ms
+        let (mut e, mut seq) = (linux(200 * MILLISECOND), 0);
+        steady(&mut e, 40 * MILLISECOND, 200, &mut seq);
+        e.on_sample_linux(440 * MILLISECOND, seq, seq + 1000);
+        assert_eq!(e.srtt(), Some(90 * MILLISECOND));
+        assert!(e.rto().abs_diff(490 * MILLISECOND) <= 100_000, "{}", e.rto());
+    }
+
+    #[test]
+    fn linux_falling_rtt_does_not_raise_the_rto() {
+        // a sample below SRTT enters mdev with a gain of 1/32, not 1/4: the
+        // RTO falls with SRTT (RFC 6298 would add a quarter of the error)
+        let (mut e, mut seq) = (linux(200 * MILLISECOND), 0);
+        steady(&mut e, 100 * MILLISECOND, 200, &mut seq);
+        let before = e.rto();
+        e.on_sample_linux(50 * MILLISECOND, seq, seq + 1000);
+        assert!(e.rto() < before, "{} then {}", before, e.rto());
+        assert_eq!(e.srtt(), Some(93_750_000));
+    }
+
+    #[test]
+    fn linux_variation_decays_a_quarter_per_round_trip() {
+        // After a steady 40 ms, a 440 ms sample that also ends a round trip:
+        // rttvar takes mdev ≈ 400 ms at once and the new round's largest
+        // mdev starts again from rto_min. Ten 90 ms samples inside the round
+        // shrink mdev (400 → 300 → 225 → …), so the round's largest is 300
+        // ms, and rttvar stays at 400 until the round ends; then it falls a
+        // quarter of the way to 300: 375 ms.
+        let (mut e, mut seq) = (linux(200 * MILLISECOND), 0);
+        steady(&mut e, 40 * MILLISECOND, 200, &mut seq);
+        let round_end = seq + 1_000_000_000;
+        e.on_sample_linux(440 * MILLISECOND, seq + 500_000, round_end);
+        let var = |e: &RttEstimator| (e.rto() - e.srtt().unwrap()) as f64 / 1e6;
+        assert!((var(&e) - 400.0).abs() < 0.1, "{}", var(&e));
+        for k in 1..=10 {
+            e.on_sample_linux(90 * MILLISECOND, seq + 500_000 + k, round_end);
+        }
+        assert!((var(&e) - 400.0).abs() < 0.1, "{} inside the round", var(&e));
+        e.on_sample_linux(90 * MILLISECOND, round_end + 1, round_end + 2);
+        assert!((var(&e) - 375.0).abs() < 0.1, "{} after the round", var(&e));
     }
 
     #[test]

@@ -407,7 +407,10 @@ impl TcpSender {
     pub fn new(cfg: impl Into<Arc<TcpConfig>>, cc: Box<dyn CongestionControl>) -> Self {
         let cfg = cfg.into();
         let mss = cfg.mss as u64;
-        let rtt = RttEstimator::new(cfg.rto_min, cfg.rto_max, cfg.rto_initial, cfg.clock_granularity);
+        let mut rtt = RttEstimator::new(cfg.rto_min, cfg.rto_max, cfg.rto_initial, cfg.clock_granularity);
+        if cfg.linux_rto {
+            rtt.use_linux();
+        }
         Self {
             mss,
             rtt,
@@ -628,7 +631,7 @@ impl TcpSender {
     /// the handshake.
     pub fn on_handshake_rtt(&mut self, sample: Time) {
         if self.rtt.srtt().is_none() {
-            self.rtt.on_sample(sample);
+            self.rtt.on_sample_linux(sample, self.snd_una, self.snd_max);
         }
     }
     /// A retransmission timeout fired and no new data has been acknowledged
@@ -897,7 +900,9 @@ impl TcpSender {
         if let Some((end, sent)) = self.timed {
             if ack >= end {
                 let sample = now - sent;
-                self.rtt.on_sample(sample);
+                if !self.rtt.is_linux() {
+                    self.rtt.on_sample(sample);
+                }
                 self.stats.rtt_samples += 1;
                 self.stats.rtt_sum_ns += sample;
                 self.timed = None;
@@ -923,7 +928,18 @@ impl TcpSender {
                 self.segments_delivered(now, self.snd_una, ack, true);
             }
         }
+        // Linux's RTO samples every ACK of new data: the oldest segment it
+        // covers, from its last sending (a retransmitted one is timed by
+        // the timestamp it echoes, which is the retransmission's).
+        let linux_rtt = if self.rtt.is_linux() {
+            self.sent.as_slice().first().map(|s| now - s.xmit_ts)
+        } else {
+            None
+        };
         self.snd_una = ack;
+        if let Some(sample) = linux_rtt {
+            self.rtt.on_sample_linux(sample, ack, self.snd_max);
+        }
         let wants_ack_rtt = self.cc.wants_ack_rtt();
         let newest = self.sent.ack(ack, oldest.is_some() || wants_ack_rtt);
         if let (Some(rack), Some((sent, end)), Some(n)) = (self.rack.as_deref_mut(), oldest, newest) {
