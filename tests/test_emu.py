@@ -355,6 +355,10 @@ def test_mptcp_shares_with_one_lossy_path():
     assert set(subs) == {0, 2}
     assert sum(s["share"] for s in subs.values()) == pytest.approx(1.0)
     assert subs[2]["share"] < subs[0]["share"]  # the lossy path carries less
+    # what the kernel did on each subflow, from its own TCP_INFO: the lossy
+    # one retransmits more than the clean one; both have an RTT and a window
+    assert subs[2]["retransmits"] > subs[0]["retransmits"], subs
+    assert all(s["rtt_mean_s"] > 0 and s["cwnd_mean_bytes"] > 0 for s in subs.values()), subs
 
 
 # ---- clean-up ----------------------------------------------------------------------------

@@ -207,3 +207,12 @@ def test_a_small_relay_buffer_still_keeps_the_legs_moving():
     large = completion("100KB")
     for buffer in ("2920B", "4096B", "5000B", "8192B"):
         assert completion(buffer) <= 1.1 * large, buffer
+
+
+def test_each_leg_says_which_controller_it_ran():
+    # HSTCP between the proxies (the first proxy sends the middle leg), the
+    # end hosts' Reno on the legs at either end
+    r = nb.simulate("examples/split_proxy.toml", overrides=["proxies.0.tcp.cc=hstcp", "duration=3s", "measure.start=1s"])
+    legs = r["flows"][0]["legs"]
+    assert [(leg["from"], leg["to"], leg["cc"]) for leg in legs] == [
+        ("sender", "proxy_a", "reno"), ("proxy_a", "proxy_b", "hstcp"), ("proxy_b", "receiver", "reno")]

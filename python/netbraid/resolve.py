@@ -270,10 +270,18 @@ def label_links(result: dict[str, Any], resolved: dict[str, Any]) -> dict[str, A
 
     for row in result.get("links") or []:
         row["link_name"] = link_of.get(row["name"])
-    for f in result.get("flows") or []:
+    proxies = resolved.get("proxies") or []
+    for k, f in enumerate(result.get("flows") or []):
         f["link_names"] = used(f.get("links"))
         for sub in (f.get("subflows") or []) + (f.get("legs") or []):
             sub["link_names"] = used(sub.get("links"))
+        # each leg's controller: the sending end's (the flow's sender on the
+        # first leg, the proxy before it on the others)
+        spec = resolved["flows"][k] if k < len(resolved["flows"]) else {}
+        via = spec.get("via") or []
+        for i, leg in enumerate(f.get("legs") or []):
+            tcp = spec.get("tcp") if i == 0 else (proxies[via[i - 1]].get("tcp") if i - 1 < len(via) else None)
+            leg["cc"] = (tcp or {}).get("cc")
     return result
 
 

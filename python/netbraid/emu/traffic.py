@@ -317,7 +317,12 @@ class IperfFlow:
         return out
 
     def subflow_results(self, window: tuple[int, int]) -> list[dict[str, Any]]:
-        samples = [(t, {k: int(x.get("bytes_acked", 0)) for k, x in d.items()}) for t, d in self._data_connection()]
+        """Each subflow's goodput and share (its bytes_acked), and what the
+        kernel did on it over the measurement window, as for a flow
+        (`kernel_results`: retransmissions, RTT, cwnd, rates, throughput):
+        each subflow is a TCP socket of its own with its own TCP_INFO."""
+        data = self._data_connection()
+        samples = [(t, {k: int(x.get("bytes_acked", 0)) for k, x in d.items()}) for t, d in data]
         if not samples:
             return []
         keys = sorted({k for _, d in samples for k in d})
@@ -330,8 +335,11 @@ class IperfFlow:
             src, port, dst = key
             rate = (d1.get(key, 0) - d0.get(key, 0)) * 8e9 / (t1 - t0) if t1 > t0 else None
             unique = sum(1 for k in keys if k[0] == src and k[2] == dst) == 1
-            out.append({"name": f"{src}->{dst}" if unique else f"{src}:{port}->{dst}", "src_addr": src, "dst_addr": dst,
-                        "bytes_acked": last[key], "share": last[key] / total, "goodput_bps": rate})
+            row = {"name": f"{src}->{dst}" if unique else f"{src}:{port}->{dst}", "src_addr": src, "dst_addr": dst,
+                   "bytes_acked": last[key], "share": last[key] / total, "goodput_bps": rate}
+            own = [(t, {key: d[key]}) for t, d in data if key in d]
+            row.update(self.kernel_results(window, {"retransmits": None, "rtt_mean_s": None}, data=own))
+            out.append(row)
         return out
 
     def stop(self) -> None:

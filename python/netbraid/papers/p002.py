@@ -26,7 +26,7 @@ from ..experiment import Axis, execute, make_plan
 from ..schema import Measure, Scenario
 from ..stats import mean_ci, mean_pm
 
-TITLE = "Split-TCP proxies over a WAN: Reno, HighSpeed TCP and gHSTCP between the proxies"
+TITLE = "Split-TCP proxies over a WAN: Reno, HighSpeed TCP and gHSTCP (netbraid's ghstcp-approx) between the proxies"
 
 RATE = "70Mbps"
 #: one-way delays (ms) of the WAN's two halves: 2 × (0.1 + 8.8 + 0.1) ms = 18 ms round trip
