@@ -152,10 +152,11 @@ def run(resolved: dict[str, Any], *, keep_dir: Path | None = None) -> dict[str, 
     """Run `resolved` (from ``resolve(..., backend="emu")``) once on real stacks."""
     wall0 = time.monotonic()
     mptcp_flow = next((i for i, f in enumerate(resolved["flows"]) if f["kind"] == "mptcp"), None)
+    sctp = any(f["kind"] == "sctp" for f in resolved["flows"])
     try:
-        platform.check(mptcp=mptcp_flow is not None, sctp=any(f["kind"] == "sctp" for f in resolved["flows"]))
+        platform.check(mptcp=mptcp_flow is not None, sctp=sctp)
     except platform.EmuUnavailable as e:
-        if mptcp_flow is not None and platform.unavailable_reason() is None:
+        if mptcp_flow is not None and platform.unavailable_reason(sctp=sctp) is None:
             # everything else is here: the kernel's MPTCP is what is missing
             raise platform.EmuUnavailable(
                 f"flows[{mptcp_flow}].kind: 'mptcp' on emu runs this kernel's MPTCP, and {e}; "

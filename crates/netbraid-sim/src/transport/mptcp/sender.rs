@@ -673,6 +673,7 @@ impl MptcpSender {
         for tx in &mut out[from..] {
             tx.path = i as u8;
             if let Body::Tcp(seg) = &mut tx.body {
+                let mut first_data = false;
                 let dss = if seg.len > 0 {
                     // new data is in the chunk just written; a retransmission is searched for
                     debug_assert!(
@@ -682,14 +683,16 @@ impl MptcpSender {
                         },
                         "every segment lies in one mapped chunk"
                     );
-                    Dss::Mapping { dsn: maps.dsn(seg.seq) }
+                    let dsn = maps.dsn(seg.seq);
+                    first_data = dsn == 0;
+                    Dss::Mapping { dsn }
                 } else {
                     Dss::DataAck(0)
                 };
                 seg.set_dss(Some(dss));
                 // (the connection's first data goes with MP_CAPABLE instead
                 // of DSS, each time it is sent: `MP_CAPABLE_WITH_DATA`)
-                let option = if i == 0 && seg.seq == 0 && seg.len > 0 {
+                let option = if first_data {
                     MP_CAPABLE_WITH_DATA
                 } else {
                     dss.wire_bytes()

@@ -10,7 +10,8 @@
 //! where the minimum enters: RTO = SRTT + rttvar, so at least SRTT + 200 ms,
 //! where RFC 6298 gives max(SRTT + 4·RTTVAR, 200 ms). Linux takes a sample
 //! on every ACK that acknowledges new data (the oldest segment it covers;
-//! with timestamps a retransmitted one is timed from its last sending).
+//! none when the ACK covers retransmitted data, where Linux would use the
+//! echoed timestamp, which is not modelled).
 
 use crate::engine::Time;
 
@@ -240,8 +241,9 @@ mod tests {
         e
     }
 
-    /// Feed `n` samples of `r`, each ACK a new round trip (snd_una passes
-    /// the previous snd_nxt), as a window of one segment does.
+    /// Feed `n` samples of `r`, an ACK of one segment each, as a window of
+    /// one segment gives them (a round of the estimator ends every second
+    /// sample: snd_una must pass the snd_nxt of the round's start).
     fn steady(e: &mut RttEstimator, r: Time, n: u64, seq: &mut u64) {
         for _ in 0..n {
             *seq += 1000;

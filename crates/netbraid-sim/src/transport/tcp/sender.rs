@@ -929,10 +929,15 @@ impl TcpSender {
             }
         }
         // Linux's RTO samples every ACK of new data: the oldest segment it
-        // covers, from its last sending (a retransmitted one is timed by
-        // the timestamp it echoes, which is the retransmission's).
+        // covers (tcp_clean_rtx_queue's seq_rtt), unless it covers
+        // retransmitted data (Karn: Linux then times the ACK by the
+        // timestamp it echoes, which may be the original's or the
+        // retransmission's; not modelled, so no sample).
         let linux_rtt = if self.rtt.is_linux() {
-            self.sent.as_slice().first().map(|s| now - s.xmit_ts)
+            let segs = self.sent.as_slice();
+            let retransmitted =
+                !self.sent.unmarked() && segs.iter().take_while(|s| s.seq < ack).any(|s| s.retransmitted);
+            segs.first().filter(|_| !retransmitted).map(|s| now - s.xmit_ts)
         } else {
             None
         };
