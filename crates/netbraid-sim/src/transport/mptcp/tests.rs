@@ -91,36 +91,43 @@ fn run(scn: &Scenario) -> RunResult {
     Simulation::new(scn).unwrap().run().unwrap()
 }
 
+/// An endpoint with a look at it after everything it handles (its start,
+/// each packet, each timer): the tests' window on an end's state mid-run.
+struct Observed<E> {
+    inner: E,
+    look: Box<dyn Fn(&E)>,
+}
+
+impl<E: Endpoint> Endpoint for Observed<E> {
+    fn kind(&self) -> &'static str {
+        self.inner.kind()
+    }
+    fn start(&mut self, now: Time, out: &mut Outbox) {
+        self.inner.start(now, out);
+        (self.look)(&self.inner);
+    }
+    fn on_packet(&mut self, now: Time, rx: Received<'_>, out: &mut Outbox) {
+        self.inner.on_packet(now, rx, out);
+        (self.look)(&self.inner);
+    }
+    fn on_timer(&mut self, now: Time, out: &mut Outbox) {
+        self.inner.on_timer(now, out);
+        (self.look)(&self.inner);
+    }
+    fn poll_at(&self) -> Option<Time> {
+        self.inner.poll_at()
+    }
+    fn path_count(&self) -> usize {
+        self.inner.path_count()
+    }
+    fn snapshot(&mut self, now: Time, scope: Scope) -> Snapshot {
+        self.inner.snapshot(now, scope)
+    }
+}
+
 /// Runs the scenario with the MPTCP receiver watched: the most bytes it
 /// ever held and the duplicate data bytes it dropped.
 fn run_watched(scn: &Scenario) -> (RunResult, u64, u64) {
-    struct Watched {
-        inner: Reader<MptcpReceiver>,
-        max_held: Rc<Cell<u64>>,
-        duplicates: Rc<Cell<u64>>,
-    }
-    impl Endpoint for Watched {
-        fn kind(&self) -> &'static str {
-            self.inner.kind()
-        }
-        fn on_packet(&mut self, now: Time, rx: Received<'_>, out: &mut Outbox) {
-            self.inner.on_packet(now, rx, out);
-            self.max_held.set(self.inner.socket().max_held());
-            self.duplicates.set(self.inner.socket().duplicate_bytes());
-        }
-        fn on_timer(&mut self, now: Time, out: &mut Outbox) {
-            self.inner.on_timer(now, out)
-        }
-        fn poll_at(&self) -> Option<Time> {
-            self.inner.poll_at()
-        }
-        fn path_count(&self) -> usize {
-            self.inner.path_count()
-        }
-        fn snapshot(&mut self, now: Time, scope: Scope) -> Snapshot {
-            self.inner.snapshot(now, scope)
-        }
-    }
     let (max_held, duplicates) = (Rc::new(Cell::new(0)), Rc::new(Cell::new(0)));
     let (h, d) = (max_held.clone(), duplicates.clone());
     let factory = move |spec: &FlowSpec, setup: &FlowSetup| -> Result<EndpointPair, crate::SimError> {
@@ -130,12 +137,16 @@ fn run_watched(scn: &Scenario) -> (RunResult, u64, u64) {
         };
         drop(receiver);
         let inner = Reader::new(MptcpReceiver::new(tcp, setup.paths), ReadPolicy::Waiting);
+        let (h, d) = (h.clone(), d.clone());
+        let look = move |r: &Reader<MptcpReceiver>| {
+            h.set(r.socket().max_held());
+            d.set(r.socket().duplicate_bytes());
+        };
         Ok((
             sender,
-            Box::new(Watched {
+            Box::new(Observed {
                 inner,
-                max_held: h.clone(),
-                duplicates: d.clone(),
+                look: Box::new(look),
             }),
         ))
     };
@@ -233,71 +244,6 @@ fn data_is_conserved_at_the_connection_level_throughout() {
             }
         }
     }
-    struct Sender {
-        inner: crate::app::BulkSender<MptcpSender>,
-        books: Rc<Books>,
-        sndbuf: u64,
-    }
-    impl Sender {
-        fn note(&self) {
-            self.books.sent.set(self.inner.socket().data_sent());
-            self.books.acked.set(self.inner.socket().data_acked());
-            self.books.check(self.sndbuf);
-        }
-    }
-    impl Endpoint for Sender {
-        fn kind(&self) -> &'static str {
-            self.inner.kind()
-        }
-        fn start(&mut self, now: Time, out: &mut Outbox) {
-            self.inner.start(now, out);
-            self.note();
-        }
-        fn on_packet(&mut self, now: Time, rx: Received<'_>, out: &mut Outbox) {
-            self.inner.on_packet(now, rx, out);
-            self.note();
-        }
-        fn on_timer(&mut self, now: Time, out: &mut Outbox) {
-            self.inner.on_timer(now, out);
-            self.note();
-        }
-        fn poll_at(&self) -> Option<Time> {
-            self.inner.poll_at()
-        }
-        fn path_count(&self) -> usize {
-            self.inner.path_count()
-        }
-        fn snapshot(&mut self, now: Time, scope: Scope) -> Snapshot {
-            self.inner.snapshot(now, scope)
-        }
-    }
-    struct Receiver {
-        inner: Reader<MptcpReceiver>,
-        books: Rc<Books>,
-        sndbuf: u64,
-    }
-    impl Endpoint for Receiver {
-        fn kind(&self) -> &'static str {
-            self.inner.kind()
-        }
-        fn on_packet(&mut self, now: Time, rx: Received<'_>, out: &mut Outbox) {
-            self.inner.on_packet(now, rx, out);
-            self.books.delivered.set(self.inner.socket().data_ack());
-            self.books.check(self.sndbuf);
-        }
-        fn on_timer(&mut self, now: Time, out: &mut Outbox) {
-            self.inner.on_timer(now, out)
-        }
-        fn poll_at(&self) -> Option<Time> {
-            self.inner.poll_at()
-        }
-        fn path_count(&self) -> usize {
-            self.inner.path_count()
-        }
-        fn snapshot(&mut self, now: Time, scope: Scope) -> Snapshot {
-            self.inner.snapshot(now, scope)
-        }
-    }
     let bytes = 3_000_000;
     let sndbuf = 256 * 1024;
     let tcp = TcpConfig {
@@ -325,16 +271,24 @@ fn data_is_conserved_at_the_connection_level_throughout() {
             .collect::<Result<Vec<_>, _>>()?;
         let sender = crate::app::BulkSender::new(MptcpSender::new((**tcp).clone(), mptcp, controllers), *bytes);
         let reader = Reader::new(MptcpReceiver::new(tcp, setup.paths), ReadPolicy::Waiting);
+        let (sb, rb, limit) = (b.clone(), b.clone(), tcp.sndbuf);
+        let look_sender = move |s: &crate::app::BulkSender<MptcpSender>| {
+            sb.sent.set(s.socket().data_sent());
+            sb.acked.set(s.socket().data_acked());
+            sb.check(limit);
+        };
+        let look_receiver = move |r: &Reader<MptcpReceiver>| {
+            rb.delivered.set(r.socket().data_ack());
+            rb.check(limit);
+        };
         Ok((
-            Box::new(Sender {
+            Box::new(Observed {
                 inner: sender,
-                books: b.clone(),
-                sndbuf: tcp.sndbuf,
+                look: Box::new(look_sender),
             }),
-            Box::new(Receiver {
+            Box::new(Observed {
                 inner: reader,
-                books: b.clone(),
-                sndbuf: tcp.sndbuf,
+                look: Box::new(look_receiver),
             }),
         ))
     };
