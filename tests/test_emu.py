@@ -361,6 +361,17 @@ def test_mptcp_shares_with_one_lossy_path():
     assert all(s["rtt_mean_s"] > 0 and s["cwnd_mean_bytes"] > 0 for s in subs.values()), subs
 
 
+@needs_mptcp
+def test_a_backup_subflow_waits_on_emu_as_on_sim():
+    # `backup = [1]`: the kernel's endpoint flag; while the initial subflow
+    # works, the backup one carries nothing, as on the simulator
+    f = mptcp_run("flows.mptcp.backup=[1]")
+    subs = {s["src_iface"]: s for s in f["subflows"]}
+    assert subs[2]["share"] < 0.02 and subs[0]["share"] > 0.98, subs
+    sim = nb.simulate("examples/mptcp_two_paths.toml", overrides=["flows.mptcp.backup=[1]", "duration=8s"])["flows"][0]
+    assert f["goodput_bps"] == pytest.approx(sim["goodput_bps"], rel=0.1)
+
+
 # ---- clean-up ----------------------------------------------------------------------------
 
 

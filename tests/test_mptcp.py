@@ -182,6 +182,17 @@ def test_sim_only_settings_are_refused_for_emu_before_anything_runs():
         resolve(two_paths(scheduler="min_rtt"), backend="emu")
 
 
+def test_backup_goes_to_emu_but_not_on_the_initial_subflow():
+    # `backup` is the kernel's endpoint flag on emu; the initial subflow
+    # comes from no endpoint, so its interface cannot be one there
+    from netbraid.resolve import resolve
+
+    resolved = resolve(two_paths(backup=[1]), backend="emu")
+    assert resolved["flows"][0]["mptcp"]["backup"] == [False, True]
+    with pytest.raises(ScenarioError, match=r"backup: the initial subflow's interface \(0\) cannot be a backup on emu"):
+        resolve(two_paths(backup=[0]), backend="emu")
+
+
 def test_mptcp_settings_on_a_tcp_flow_are_refused():
     s = two_paths()
     with pytest.raises(ScenarioError, match="scheduler: applies only to mptcp flows"):

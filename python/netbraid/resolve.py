@@ -508,8 +508,9 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                     if nodes[node]["router"]:
                         raise ScenarioError(f"{where}.{role}: '{nodes[node]['name']}' is a router; flows run between hosts")
             if f.kind == "mptcp" and backend == "emu":
+                # (`backup` is the kernel's too: `ip mptcp endpoint … subflow backup`)
                 for field in MPTCP_FIELDS:
-                    if getattr(f, field) is not None:
+                    if field != "backup" and getattr(f, field) is not None:
                         raise ScenarioError(f"{where}.{field}: set on sim only (on emu the kernel's path manager and "
                                             "scheduler decide: one subflow per source interface); remove it or run on sim")
             if f.kind == "sctp" and backend == "emu":
@@ -567,6 +568,12 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                 }
                 if f.kind == "mptcp":
                     paths, backup = mptcp_paths(where, f, a, b, ifaces_of, iface)
+                    if backend == "emu" and backup and backup[0]:
+                        raise ScenarioError(
+                            f"{where}.backup: the initial subflow's interface ({ifaces_of[a].index(paths[0]['src_iface'])}) "
+                            "cannot be a backup on emu (Linux's path manager marks the subflows it adds from an "
+                            "endpoint, and the initial subflow comes from none); allowed: the other source interfaces, "
+                            "or run on sim")
                     spec.update(paths=paths, mptcp={"scheduler": f.scheduler or "default", "backup": backup,
                                                     "opportunistic_retransmission": bool(f.opportunistic_retransmission),
                                                     "penalisation": bool(f.penalisation),

@@ -133,7 +133,9 @@ def _plan(resolved: dict[str, Any], forwarding: list[dict[str, Any]]):
                 set_sysctl(f["dst"], "net.ipv4.tcp_comp_sack_delay_ns", tcp["sack_compression_delay"],
                            f"{where}.sack_compression_delay")
             if f["kind"] == "mptcp":
-                mptcp.append({"src": f["src"], "dst": f["dst"], "primary_iface": src_iface})
+                backup = f.get("mptcp", {}).get("backup") or []
+                mptcp.append({"src": f["src"], "dst": f["dst"], "primary_iface": src_iface,
+                              "backup_ifaces": [p["src_iface"] for p, b in zip(f.get("paths") or [], backup) if b]})
                 source_ifaces.update(ifaces_of[f["src"]])
         if f["kind"] == "sctp":
             # each path leaves by its own address's interface, and the SACKs

@@ -200,8 +200,8 @@ class Topology:
             limit = max(2, len(src_ifaces))
             for node in (m["src"], m["dst"]):
                 ip_batch([f"mptcp limits set subflow {limit} add_addr_accepted {limit}"], self.ns[node])
-            primary = m["primary_iface"]
-            ip_batch([f"mptcp endpoint add {self.addr(i)} dev {self.dev(i)} subflow"
+            primary, backup = m["primary_iface"], set(m.get("backup_ifaces", []))
+            ip_batch([f"mptcp endpoint add {self.addr(i)} dev {self.dev(i)} subflow" + (" backup" if i in backup else "")
                       for i in src_ifaces if i != primary], self.ns[m["src"]])
 
 
