@@ -673,7 +673,6 @@ impl MptcpSender {
         for tx in &mut out[from..] {
             tx.path = i as u8;
             if let Body::Tcp(seg) = &mut tx.body {
-                let mut first_data = false;
                 let dss = if seg.len > 0 {
                     // new data is in the chunk just written; a retransmission is searched for
                     debug_assert!(
@@ -683,19 +682,16 @@ impl MptcpSender {
                         },
                         "every segment lies in one mapped chunk"
                     );
-                    let dsn = maps.dsn(seg.seq);
-                    first_data = dsn == 0;
-                    Dss::Mapping { dsn }
+                    Dss::Mapping { dsn: maps.dsn(seg.seq) }
                 } else {
                     Dss::DataAck(0)
                 };
                 seg.set_dss(Some(dss));
                 // (the connection's first data goes with MP_CAPABLE instead
                 // of DSS, each time it is sent: `MP_CAPABLE_WITH_DATA`)
-                let option = if first_data {
-                    MP_CAPABLE_WITH_DATA
-                } else {
-                    dss.wire_bytes()
+                let option = match dss {
+                    Dss::Mapping { dsn: 0 } => MP_CAPABLE_WITH_DATA,
+                    _ => dss.wire_bytes(),
                 };
                 tx.size = tx.size.max(header) + option;
             }

@@ -136,12 +136,8 @@ impl RttEstimator {
             return self.on_sample(r);
         };
         l.sample(((r / 1_000) as i64).max(1), snd_una, snd_nxt);
-        let srtt = ((l.srtt8 >> 3) as Time) * 1_000;
-        let base = (l.rto_us() as Time).saturating_mul(1_000);
-        self.srtt = Some(srtt as f64);
-        self.backoff = 0;
-        self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
-        self.rto = base.min(self.rto_max);
+        self.srtt = Some(((l.srtt8 >> 3) as Time * 1_000) as f64);
+        self.sampled(r);
     }
 
     /// A valid RTT sample (never from a retransmitted segment: Karn).
@@ -158,6 +154,12 @@ impl RttEstimator {
                 self.srtt = Some(0.875 * s + 0.125 * rf);
             }
         }
+        self.sampled(r);
+    }
+
+    /// What every valid sample does beside the estimates: the backoff is
+    /// cleared (RFC 6298 §5.7), the minimum kept, the RTO worked out again.
+    fn sampled(&mut self, r: Time) {
         self.backoff = 0;
         self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
         self.rto = self.current_rto();
