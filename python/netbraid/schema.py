@@ -413,6 +413,11 @@ class TcpOptions(Strict):
     #: rto_min), instead of RFC 6298's max(SRTT + 4·RTTVAR, rto_min) from
     #: one timed segment per round trip. On in profile "linux". Sim only.
     linux_rto: Optional[Flag] = None
+    #: D-SACK (RFC 2883) and undo, as Linux: the receiver reports a
+    #: duplicate segment in the first SACK block; the sender undoes a window
+    #: reduction whose retransmissions all prove needless. Needs recovery
+    #: "sack". On in profile "linux". Sim only.
+    dsack: Optional[Flag] = None
 
     @field_validator("cc", mode="before")
     @classmethod

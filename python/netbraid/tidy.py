@@ -8,7 +8,7 @@ from typing import Any
 FLOW_METRICS = [
     "throughput_bps", "goodput_bps", "loss_rate", "retransmits", "packets_sent", "packets_lost",
     "packets_received", "bytes_delivered", "timeouts", "fast_retransmits", "ecn_reductions", "window_probes",
-    "loss_probes", "window_updates", "duplicates_received", "stack_cpu_s", "rtt_mean_s", "rtt_min_s", "srtt_s", "cwnd_mean_bytes", "completion_time_s",
+    "loss_probes", "dsack_dups", "undos", "window_updates", "duplicates_received", "stack_cpu_s", "rtt_mean_s", "rtt_min_s", "srtt_s", "cwnd_mean_bytes", "completion_time_s",
 ]
 
 

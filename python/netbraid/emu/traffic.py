@@ -46,6 +46,8 @@ SS_FIELDS = {
     "mss": re.compile(r"\bmss:(\d+)"),
     "srtt_ms": re.compile(r"\brtt:([\d.]+)/"),
     "minrtt_ms": re.compile(r"\bminrtt:([\d.]+)"),
+    # (printed only once nonzero)
+    "dsack_dups": re.compile(r"\bdsack_dups:(\d+)"),
 }
 SS_RATES = {
     "pacing_rate_bps": re.compile(r"\bpacing_rate ([\d.]+)([KMG]?)bps"),
@@ -311,6 +313,9 @@ class IperfFlow:
             "cwnd_mean_bytes": cwnd * mss if cwnd is not None else None,
             "delivery_rate_bps": mean("delivery_rate_bps"),
             "pacing_rate_bps": mean("pacing_rate_bps"),
+            # segments the receiver reported twice (ss prints none before the first)
+            "dsack_dups": int(b.get("dsack_dups", 0) - a.get("dsack_dups", 0)),
+            "undos": None,  # (the kernel keeps no per-socket count of undos)
         }
         if retrans is not None and sent:
             out["loss_rate"] = retrans / (sent / mss)

@@ -688,6 +688,15 @@ impl CongestionControl for Bbr {
     fn penalise(&mut self) {
         self.cwnd = (self.cwnd / 2).max(self.mss());
     }
+    /// Linux's bbr_undo_cwnd: the window stays (BBR sets it from its model),
+    /// the search for full bandwidth and the long-term sampling start over,
+    /// a loss-driven interval having proved spurious.
+    fn undo(&mut self, _prior_cwnd: u64, prior_ssthresh: u64) {
+        self.full_bw = 0.0;
+        self.full_bw_count = 0;
+        self.lt_reset(self.delivered_at, self.delivered);
+        self.ssthresh = self.ssthresh.max(prior_ssthresh);
+    }
     fn window(&self) -> u64 {
         self.cwnd
     }

@@ -58,6 +58,10 @@ impl Window {
         self.credit = 0.0;
     }
 
+    pub fn undo(&mut self, prior_cwnd: u64, prior_ssthresh: u64) {
+        (self.cwnd, self.ssthresh) = super::undone(self.cwnd, self.ssthresh, prior_cwnd, prior_ssthresh);
+    }
+
     pub fn penalise(&mut self) {
         (self.cwnd, self.ssthresh) = super::penalised(&self.cfg, self.cwnd, self.ssthresh);
         self.credit = 0.0;

@@ -377,6 +377,13 @@ impl CongestionControl for Cubic {
         self.ssthresh = ssthresh;
         self.set_cwnd_segments(cwnd as f64 / self.cfg.mss as f64);
     }
+    fn undo(&mut self, prior_cwnd: u64, prior_ssthresh: u64) {
+        let (cwnd, ssthresh) = super::undone(self.cwnd, self.ssthresh, prior_cwnd, prior_ssthresh);
+        self.ssthresh = ssthresh;
+        if cwnd > self.cwnd {
+            self.set_cwnd_segments(cwnd as f64 / self.cfg.mss as f64);
+        }
+    }
     fn window(&self) -> u64 {
         self.cwnd
     }

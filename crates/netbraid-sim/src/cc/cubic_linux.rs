@@ -303,6 +303,10 @@ impl CongestionControl for LinuxCubic {
         self.ssthresh = ssthresh;
         self.cwnd = (cwnd / self.cfg.mss).max(1);
     }
+    fn undo(&mut self, prior_cwnd: u64, prior_ssthresh: u64) {
+        self.ssthresh = self.ssthresh.max(prior_ssthresh);
+        self.cwnd = self.cwnd.max(prior_cwnd / self.cfg.mss);
+    }
     fn window(&self) -> u64 {
         self.cwnd * self.cfg.mss
     }

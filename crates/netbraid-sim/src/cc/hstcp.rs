@@ -377,6 +377,9 @@ impl HsWindow {
     pub fn penalise(&mut self) {
         (self.cwnd, self.ssthresh) = super::penalised(&self.cfg, self.cwnd, self.ssthresh);
     }
+    pub fn undo(&mut self, prior_cwnd: u64, prior_ssthresh: u64) {
+        (self.cwnd, self.ssthresh) = super::undone(self.cwnd, self.ssthresh, prior_cwnd, prior_ssthresh);
+    }
 }
 
 pub struct HighSpeed {
@@ -412,6 +415,9 @@ impl CongestionControl for HighSpeed {
     }
     fn penalise(&mut self) {
         self.w.penalise();
+    }
+    fn undo(&mut self, prior_cwnd: u64, prior_ssthresh: u64) {
+        self.w.undo(prior_cwnd, prior_ssthresh);
     }
     fn window(&self) -> u64 {
         self.w.cwnd

@@ -146,6 +146,13 @@ pub trait CongestionControl: Send {
     /// least one segment) and a finite ssthresh halves (at least two), the
     /// controller's other state left as it is, as Linux writes the two fields.
     fn penalise(&mut self);
+    /// The last reduction proved spurious (D-SACK showed every
+    /// retransmission it led to was not needed) and is undone, as Linux's
+    /// `tcp_undo_cwnd_reduction`: cwnd back to at least `prior_cwnd`, the
+    /// window when the reduction began (`tcp_reno_undo_cwnd`, which CUBIC
+    /// uses too), and ssthresh to at least `prior_ssthresh`; the
+    /// controller's other state stays as it is.
+    fn undo(&mut self, prior_cwnd: u64, prior_ssthresh: u64);
     /// Congestion window in bytes.
     fn window(&self) -> u64;
     fn ssthresh(&self) -> u64;
@@ -388,6 +395,11 @@ pub(crate) fn penalised(cfg: &CcConfig, cwnd: u64, ssthresh: u64) -> (u64, u64) 
         (ssthresh / 2).max(2 * cfg.mss)
     };
     ((cwnd / 2).max(cfg.mss), ssthresh)
+}
+
+/// The window and ssthresh after an undo (see `CongestionControl::undo`).
+pub(crate) fn undone(cwnd: u64, ssthresh: u64, prior_cwnd: u64, prior_ssthresh: u64) -> (u64, u64) {
+    (cwnd.max(prior_cwnd), ssthresh.max(prior_ssthresh))
 }
 
 #[cfg(test)]

@@ -108,6 +108,9 @@ impl CongestionControl for Olia {
     fn penalise(&mut self) {
         self.w.penalise();
     }
+    fn undo(&mut self, prior_cwnd: u64, prior_ssthresh: u64) {
+        self.w.undo(prior_cwnd, prior_ssthresh);
+    }
     fn window(&self) -> u64 {
         self.w.cwnd
     }

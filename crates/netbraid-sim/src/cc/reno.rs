@@ -74,6 +74,9 @@ impl CongestionControl for Reno {
     fn penalise(&mut self) {
         (self.cwnd, self.ssthresh) = super::penalised(&self.cfg, self.cwnd, self.ssthresh);
     }
+    fn undo(&mut self, prior_cwnd: u64, prior_ssthresh: u64) {
+        (self.cwnd, self.ssthresh) = super::undone(self.cwnd, self.ssthresh, prior_cwnd, prior_ssthresh);
+    }
     fn window(&self) -> u64 {
         self.cwnd
     }

@@ -99,10 +99,13 @@ impl TcpSegment {
 /// numbers are: half the size of absolute 64-bit pairs, and every TCP
 /// packet carries them. Blocks lie within the receive window above the ACK,
 /// and buffers are at most 4 GiB − 1 (`TcpConfig::validate`), so every
-/// block fits.
+/// block fits. The one exception is a D-SACK block (RFC 2883) reporting a
+/// duplicate below the ACK: it can only be the first, and its offsets then
+/// count down from the base (`first_below`; the flag sits in padding).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SackBlocks {
     n: u8,
+    first_below: bool,
     blocks: [(u32, u32); MAX_SACK_BLOCKS],
 }
 
@@ -115,9 +118,17 @@ impl SackBlocks {
     }
     /// The blocks as absolute sequence numbers, given the base they were pushed with.
     pub fn iter(&self, base: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let below = self.first_below;
         self.blocks[..self.n as usize]
             .iter()
-            .map(move |&(s, e)| (base + s as u64, base + e as u64))
+            .enumerate()
+            .map(move |(i, &(s, e))| {
+                if i == 0 && below {
+                    (base - s as u64, base - e as u64)
+                } else {
+                    (base + s as u64, base + e as u64)
+                }
+            })
     }
     /// Add a block (absolute, at or above `base`); false when full or not
     /// representable.
@@ -130,6 +141,23 @@ impl SackBlocks {
         } else {
             false
         }
+    }
+    /// Add the first block, which may lie below `base` (a D-SACK block for
+    /// data already cumulatively acknowledged); false if a block is there
+    /// already or it is not representable.
+    pub fn push_first(&mut self, base: u64, block: (u64, u64)) -> bool {
+        if self.n != 0 {
+            return false;
+        }
+        if block.0 >= base {
+            return self.push(base, block);
+        }
+        let fits = block.1 <= base && block.1 >= block.0 && base - block.0 <= u32::MAX as u64;
+        if fits {
+            self.blocks[0] = ((base - block.0) as u32, (base - block.1) as u32);
+            (self.n, self.first_below) = (1, true);
+        }
+        fits
     }
     /// Bytes the SACK option adds to a TCP header: kind, length and 8 bytes a
     /// block, padded to 4 bytes with two NOPs as stacks do.
@@ -438,5 +466,14 @@ mod tests {
         assert!(!s.push(base, (base - 1, base + 10)), "below the base");
         assert!(!s.push(base, (base, base + (1 << 32))), "beyond 32 bits");
         assert_eq!(s.iter(base).collect::<Vec<_>>(), vec![(base + 1460, base + 4380)]);
+        // a D-SACK block below the base goes first, and only first
+        assert!(!s.push_first(base, (base - 2920, base - 1460)));
+        let mut d = SackBlocks::default();
+        assert!(d.push_first(base, (base - 2920, base - 1460)));
+        assert!(d.push(base, (base + 1460, base + 2920)));
+        assert!(!d.push(base, (base - 10, base - 5)));
+        let got: Vec<_> = d.iter(base).collect();
+        assert_eq!(got, vec![(base - 2920, base - 1460), (base + 1460, base + 2920)]);
+        assert_eq!(d.option_bytes(), 20);
     }
 }

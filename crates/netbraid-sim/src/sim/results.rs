@@ -66,6 +66,10 @@ pub struct FlowResult {
     pub window_probes: u64,
     /// Tail loss probes the sender sent (RACK-TLP).
     pub loss_probes: u64,
+    /// Segments the receiver reported received twice (D-SACK, with `dsack`;
+    /// TCP_INFO's tcpi_dsack_dups), and window reductions undone for them.
+    pub dsack_dups: u64,
+    pub undos: u64,
     /// ACKs the receiver sent to reopen a window its application's reading freed.
     pub window_updates: u64,
     /// Data the receiver already had (TCP segments, SCTP chunks): spurious
@@ -376,6 +380,8 @@ impl Simulation {
                 ecn_reductions: c.transport.ecn_reductions,
                 window_probes: c.transport.window_probes,
                 loss_probes: c.transport.loss_probes,
+                dsack_dups: c.transport.dsack_dups,
+                undos: c.transport.undos,
                 window_updates: c.transport.window_updates,
                 duplicates_received: c.transport.duplicate_packets,
                 rtt_mean_s: r.rtt_mean_s,

@@ -77,6 +77,10 @@ transport_counters! {
         pub window_probes: u64,
         /// Tail loss probes sent (RACK-TLP).
         pub loss_probes: u64,
+        /// Segments the receiver reported received twice (D-SACK; as
+        /// TCP_INFO's tcpi_dsack_dups), and window reductions undone.
+        pub dsack_dups: u64,
+        pub undos: u64,
         pub acks_received: u64,
         /// Integral of cwnd over time (bytes·ns), for a time-weighted mean.
         pub cwnd_area: f64,

@@ -181,6 +181,15 @@ pub struct TcpConfig {
     /// max(SRTT + 4·RTTVAR, rto_min) from one timed segment per round trip.
     #[serde(default)]
     pub linux_rto: bool,
+    /// D-SACK (RFC 2883) and undo, as Linux: the receiver reports a
+    /// duplicate segment in the first SACK block of the ACK it sends at
+    /// once (and, with `quick_acks`, enters quick-ACK mode again, as
+    /// `tcp_send_dupack`); the sender counts a D-SACKed retransmission as
+    /// spurious and, when every retransmission of a recovery proves so,
+    /// undoes its window reduction (`tcp_try_undo_dsack`). Needs
+    /// `recovery = Sack`.
+    #[serde(default)]
+    pub dsack: bool,
 }
 
 /// The buffer size that stands for "not set" (1 GiB: never the limit).
@@ -228,6 +237,7 @@ impl Default for TcpConfig {
             ssthresh_from_cwnd: false,
             timer_tick: 0,
             linux_rto: false,
+            dsack: false,
         }
     }
 }
@@ -359,6 +369,13 @@ impl TcpConfig {
                     .into(),
             );
         }
+        if self.dsack && self.recovery != Recovery::Sack {
+            return bad(
+                "dsack",
+                "D-SACK is a SACK block and needs recovery = \"sack\" (allowed: dsack = false with any recovery)"
+                    .into(),
+            );
+        }
         if self.tlp && !self.rack {
             return bad(
                 "tlp",
@@ -450,6 +467,8 @@ fn secs(t: Time) -> f64 {
 
 #[cfg(test)]
 mod back_to_back;
+#[cfg(test)]
+mod dsack_tests;
 #[cfg(test)]
 mod rack_tests;
 #[cfg(test)]

@@ -72,7 +72,18 @@ pub struct Rack {
     /// The reordering timer: when segments not yet lost (still inside the
     /// window) are to be looked at again.
     pub deadline: Option<Time>,
+    /// D-SACK adaptation (RFC 8985 §6.2 step 4, as Linux's
+    /// tcp_rack_update_reo_wnd): the window is `extra_steps` + 1 quarters
+    /// of the minimum RTT; a D-SACK adds one, at most once a round trip
+    /// (until snd_una passes `dsack_round`), and the widening lasts
+    /// `persist` recoveries (16 from the last D-SACK).
+    extra_steps: u32,
+    dsack_round: Option<u64>,
+    persist: u32,
 }
+
+/// Recoveries a widened reordering window outlasts (TCP_RACK_RECOVERY_THRESH).
+const REORDERING_PERSIST: u32 = 16;
 
 impl Rack {
     /// An ACK is about to report deliveries (`on_delivered`, then `end_ack`).
@@ -112,10 +123,37 @@ impl Rack {
         }
     }
 
-    /// The reordering window (RFC 8985 §6.2 step 4, without D-SACK
-    /// adaptation: netbraid's receivers send no D-SACK): none while no
+    /// An ACK reported a duplicate (D-SACK): the path may reorder more than
+    /// the window allows, so widen it by a quarter of the minimum RTT, once
+    /// per round trip. (Linux counts it only once reordering was seen, as
+    /// here; RFC 8985 always.)
+    pub fn on_dsack(&mut self, snd_una: u64, snd_nxt: u64) {
+        if !self.reordering_seen || self.dsack_round.is_some_and(|r| snd_una < r) {
+            return;
+        }
+        self.dsack_round = Some(snd_nxt);
+        self.extra_steps = (self.extra_steps + 1).min(254);
+        self.persist = REORDERING_PERSIST;
+    }
+
+    /// A recovery ended: undone (it was spurious: keep the widening one
+    /// recovery longer, as tcp_try_undo_dsack) or not (one fewer left;
+    /// at none the window is one quarter again).
+    pub fn on_recovery_end(&mut self, undone: bool) {
+        if undone {
+            self.persist = (self.persist + 1).min(REORDERING_PERSIST);
+        } else {
+            self.persist = self.persist.saturating_sub(1);
+            if self.persist == 0 {
+                self.extra_steps = 0;
+            }
+        }
+    }
+
+    /// The reordering window (RFC 8985 §6.2 step 4): none while no
     /// reordering was seen and the sender is in recovery or DupThresh
-    /// segments are SACKed, else a quarter of the minimum RTT, at most SRTT.
+    /// segments are SACKed, else a quarter of the minimum RTT (times the
+    /// D-SACK multiplier), at most SRTT.
     pub fn reordering_window(
         &self,
         in_recovery: bool,
@@ -126,8 +164,8 @@ impl Rack {
         if !self.reordering_seen && (in_recovery || dupthresh_sacked) {
             return 0;
         }
-        let quarter = min_rtt.unwrap_or(0) / 4;
-        srtt.map_or(quarter, |s| quarter.min(s))
+        let window = min_rtt.unwrap_or(0) / 4 * (self.extra_steps as Time + 1);
+        srtt.map_or(window, |s| window.min(s))
     }
 
     /// Time left before a segment sent at `xmit_ts` counts as lost, or None

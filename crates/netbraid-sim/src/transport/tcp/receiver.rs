@@ -54,6 +54,9 @@ pub struct TcpReceiver {
     compressed_deadline: Option<Time>,
     /// A CE mark arrived: set ECE on every ACK until the sender's CWR (RFC 3168 §6.1.3).
     echo_ce: bool,
+    /// A duplicate to report in the next ACK's first SACK block (D-SACK,
+    /// RFC 2883; `cfg.dsack`), once.
+    dsack: Option<(u64, u64)>,
     /// Starts of recently received out-of-order segments, newest first: the
     /// first SACK block covers the newest, then the most recently reported.
     recent: Vec<u64>,
@@ -82,6 +85,7 @@ impl TcpReceiver {
             compressed_for: 0,
             compressed_deadline: None,
             echo_ce: false,
+            dsack: None,
             recent: Vec::new(), // allocated at the first out-of-order segment
             stats: ReceiveCounters::default(),
             cfg,
@@ -195,8 +199,14 @@ impl TcpReceiver {
         // only trims what a shrunken window would have refused).
         let end = (seg.seq + seg.len as u64).min(self.right_edge.max(self.rcv_nxt));
         if end <= self.rcv_nxt {
-            // Duplicate: ACK at once so the sender learns where we are.
+            // Duplicate: ACK at once so the sender learns where we are
+            // (Linux's tcp_send_dupack: with D-SACK, reporting it, and
+            // quick-ACKing again, the sender having perhaps missed our ACKs).
             self.stats.duplicate_packets += 1;
+            if self.cfg.dsack {
+                self.report_duplicate(seg.seq, (seg.seq + seg.len as u64).min(self.rcv_nxt));
+                self.quick_acks_left = self.quick_acks;
+            }
             return self.send_ack(out);
         }
         if end <= seg.seq {
@@ -206,6 +216,9 @@ impl TcpReceiver {
         let had_hole = !self.out_of_order.is_empty();
         if seg.seq <= self.rcv_nxt {
             let old = self.rcv_nxt;
+            if seg.seq < old && self.cfg.dsack {
+                self.report_duplicate(seg.seq, old); // its front was here already
+            }
             self.rcv_nxt = end;
             // Pull in out-of-order data that is now contiguous.
             while let Some(&(s, e)) = self.out_of_order.ranges().first() {
@@ -243,6 +256,9 @@ impl TcpReceiver {
             self.stats.out_of_order_packets += 1;
             if self.out_of_order.add(seg.seq, end) == 0 {
                 self.stats.duplicate_packets += 1; // held already
+                if self.cfg.dsack {
+                    self.report_duplicate(seg.seq, end);
+                }
             }
             self.recent.retain(|&s| s != seg.seq);
             self.recent.insert(0, seg.seq);
@@ -304,8 +320,22 @@ impl TcpReceiver {
         (self.right_edge.saturating_sub(self.rcv_nxt)).min(u32::MAX as u64) as u32
     }
 
+    /// Report [start, end) as received twice in the next ACK (the latest
+    /// duplicate wins, as Linux's tcp_dsack_set).
+    fn report_duplicate(&mut self, start: u64, end: u64) {
+        if start < end {
+            self.dsack = Some((start, end));
+        }
+    }
+
     fn sack_blocks(&mut self) -> SackBlocks {
         let mut blocks = SackBlocks::default();
+        // RFC 2883 §4: the D-SACK block first, then the usual blocks, which
+        // start with the one holding the newest segment (for a duplicate of
+        // held data: the block it lies in)
+        if let Some(d) = self.dsack.take() {
+            blocks.push_first(self.rcv_nxt, d);
+        }
         if !self.sack() || self.out_of_order.is_empty() {
             return blocks;
         }
@@ -315,13 +345,15 @@ impl TcpReceiver {
             let i = ranges.partition_point(|r| r.1 <= seq);
             ranges.get(i).copied().filter(|&(s, _)| s <= seq)
         };
+        // (a D-SACK block may equal a usual one: both are sent)
+        let d_sack_blocks = blocks.len();
         // Newest first, then the most recently reported, then the rest from the top.
         let recent = self.recent.iter().filter_map(|&s| containing(s));
         for block in recent.chain(ranges.iter().rev().copied()) {
             if blocks.len() >= limit {
                 break;
             }
-            if !blocks.iter(self.rcv_nxt).any(|b| b == block) {
+            if !blocks.iter(self.rcv_nxt).skip(d_sack_blocks).any(|b| b == block) {
                 blocks.push(self.rcv_nxt, block);
             }
         }

@@ -351,6 +351,8 @@ pub struct TcpSender {
     /// PRR's state over the current recovery: present iff PRR decides the
     /// sending in recovery (`cfg.prr`, and a controller that is not rate-based).
     prr: Option<Box<Prr>>,
+    /// D-SACK and undo's state: present iff `cfg.dsack`.
+    undo: Option<Box<Undo>>,
     /// Newly SACKed ranges of the ACK being processed (kept for its allocation).
     newly_sacked: Vec<(u64, u64)>,
     /// Delivery-rate sampling: present iff the controller is rate-based
@@ -362,6 +364,25 @@ pub struct TcpSender {
     pacing_next: Time,
     pacing_deadline: Option<Time>,
     burst: Option<Box<Burst>>,
+}
+
+/// What undoing a spurious window reduction takes (Linux's undo_marker,
+/// undo_retrans, prior_cwnd and prior_ssthresh; `cfg.dsack`).
+#[derive(Debug, Default)]
+struct Undo {
+    /// snd_una when the reduction began: D-SACKs for data above it count
+    /// (None: nothing to undo).
+    marker: Option<u64>,
+    /// Retransmissions since then not yet shown needless by a D-SACK; −1
+    /// before the first (Linux's undo_retrans). At 0 the reduction undoes.
+    retrans: i64,
+    /// cwnd when the reduction began, and max(ssthresh, ¾·cwnd) then
+    /// (tcp_current_ssthresh): what an undo restores.
+    prior_cwnd: u64,
+    prior_ssthresh: u64,
+    /// Segments D-SACKed so far (Linux's dsack_dups): more than were ever
+    /// retransmitted makes a D-SACK dubious, and it is ignored.
+    dsack_dups: u64,
 }
 
 /// The pacing burst last sent. Linux paces whole TSO/GSO packets: a burst
@@ -447,6 +468,7 @@ impl TcpSender {
             rack: cfg.rack.then(Box::default),
             tlp: cfg.tlp.then(Box::default),
             prr: (cfg.prr && !cc.rate_based()).then(Box::default),
+            undo: cfg.dsack.then(Box::default),
             newly_sacked: Vec::new(),
             rate: cc.rate_based().then(Box::default),
             pacing_next: 0,
@@ -708,11 +730,12 @@ impl TcpSender {
             rack.begin_ack();
         }
         let mut newly_sacked = 0;
+        let dsack = if self.undo.is_some() { dsack_block(seg) } else { None };
         if self.cfg.recovery == Recovery::Sack {
             let mut parts = std::mem::take(&mut self.newly_sacked);
             parts.clear();
             let per_segment = self.rack.is_some() || self.rate.is_some();
-            for (s, e) in seg.sack.iter(seg.ack) {
+            for (s, e) in seg.sack.iter(seg.ack).skip(dsack.is_some() as usize) {
                 let (s, e) = (s.max(ack), e.min(self.snd_max));
                 if s < e && per_segment {
                     newly_sacked += self.sacked.add_with(s, e, |a, b| parts.push((a, b)));
@@ -725,6 +748,13 @@ impl TcpSender {
             }
             self.newly_sacked = parts;
         }
+        if let Some(block) = dsack {
+            self.on_dsack(block);
+            let (snd_una, snd_nxt) = (self.snd_una, self.snd_max);
+            if let Some(rack) = self.rack.as_deref_mut() {
+                rack.on_dsack(snd_una, snd_nxt);
+            }
+        }
         let una_before = self.snd_una;
 
         // RFC 3168 §6.1.2: an ECN echo halves the window once per window of
@@ -734,6 +764,9 @@ impl TcpSender {
             self.cc
                 .on_congestion_event(now, self.reduction_base(flight_before, cwnd_before));
             self.mark_loss();
+            if let Some(u) = self.undo.as_deref_mut() {
+                u.marker = None; // (as Linux's tcp_enter_cwr: an ECN echo is no loss to undo)
+            }
             self.ecn_recover = self.snd_max;
             self.send_cwr = true;
             self.stats.ecn_reductions += 1;
@@ -780,7 +813,10 @@ impl TcpSender {
             }
         }
         if self.cfg.tlp {
-            self.tlp_on_ack(now, ack, una_before, newly_sacked, flight_before);
+            self.tlp_on_ack(now, ack, una_before, newly_sacked, flight_before, dsack);
+        }
+        if dsack.is_some() {
+            self.try_undo(now);
         }
         if let Some(rack) = self.rack.as_deref_mut() {
             rack.end_ack();
@@ -1091,6 +1127,9 @@ impl TcpSender {
                 self.last_timeout_una != Some(self.snd_una) && !(self.cfg.ssthresh_from_cwnd && self.in_recovery);
             (self.reduction_base(flight, cwnd_before), first)
         };
+        if first {
+            self.init_undo(cwnd_before);
+        }
         self.last_timeout_una = Some(self.snd_una);
         self.mark_loss();
         self.rtt.back_off();
@@ -1237,6 +1276,7 @@ impl TcpSender {
         // would set ssthresh far above what the path holds (BSD, Linux and
         // ns-2 halve the window).
         let flight = (self.snd_max - self.snd_una - self.limited_transmit_bytes).min(cwnd_before.max(2 * self.mss));
+        self.init_undo(cwnd_before);
         self.cc
             .on_congestion_event(now, self.reduction_base(flight, cwnd_before));
         self.mark_loss();
@@ -1290,6 +1330,9 @@ impl TcpSender {
     }
 
     fn exit_recovery(&mut self, now: Time) {
+        if let Some(rack) = self.rack.as_deref_mut().filter(|_| self.undo.is_some()) {
+            rack.on_recovery_end(false);
+        }
         let cwnd_before = self.cwnd();
         self.in_recovery = false;
         self.inflation = 0; // deflate: cwnd = ssthresh, no line-rate burst
@@ -1443,6 +1486,98 @@ impl TcpSender {
             return last.map(|s| (s.seq, true));
         }
         None
+    }
+
+    // ---- D-SACK and undo (RFC 2883; Linux's tcp_try_undo_dsack) ------------
+
+    /// A reduction begins (recovery or a first timeout): remember what an
+    /// undo would restore (Linux's tcp_init_undo with prior_cwnd and
+    /// prior_ssthresh). Retransmissions already in flight may bring D-SACKs
+    /// later, so they count.
+    fn init_undo(&mut self, cwnd: u64) {
+        let ssthresh = self.cc.ssthresh();
+        let in_flight = if self.undo.is_some() && self.sent.rexmit_bytes > 0 {
+            self.sent
+                .as_slice()
+                .iter()
+                .filter(|s| s.rexmit_in_flight && !s.sacked)
+                .count() as i64
+        } else {
+            0
+        };
+        let snd_una = self.snd_una;
+        if let Some(u) = self.undo.as_deref_mut() {
+            u.marker = Some(snd_una);
+            u.retrans = if in_flight > 0 { in_flight } else { -1 };
+            u.prior_cwnd = cwnd;
+            u.prior_ssthresh = ssthresh.max(cwnd / 2 + cwnd / 4);
+        }
+    }
+
+    /// The ACK's first SACK block reports [s, e) received twice (read on
+    /// the prior snd_una, as Linux's tcp_check_dsack): each retransmitted
+    /// segment it covers since the reduction began was needless.
+    fn on_dsack(&mut self, (s, e): (u64, u64)) {
+        let mss = self.mss;
+        let retransmits = self.stats.retransmits;
+        let snd_una = self.snd_una;
+        let Some(u) = self.undo.as_deref_mut() else {
+            return;
+        };
+        let dup_segs = (e - s).div_ceil(mss).max(1);
+        if e <= s || u.dsack_dups + dup_segs > retransmits {
+            return; // dubious: more duplicates than retransmissions
+        }
+        u.dsack_dups += dup_segs;
+        self.stats.dsack_dups += dup_segs;
+        let Some(marker) = u.marker.filter(|_| u.retrans > 0) else {
+            return;
+        };
+        let needless = if e <= snd_una {
+            // acknowledged data, no longer listed: counted by size
+            if e > marker {
+                dup_segs
+            } else {
+                0
+            }
+        } else {
+            let sent = self.sent.as_slice();
+            let first = sent.partition_point(|x| x.end() <= s);
+            sent[first..]
+                .iter()
+                .take_while(|x| x.seq < e)
+                .filter(|x| x.retransmitted && x.end() > marker)
+                .count() as u64
+        };
+        u.retrans = (u.retrans - needless as i64).max(0);
+    }
+
+    /// Every retransmission since the reduction began proved needless:
+    /// undo it (Linux's tcp_try_undo_dsack, then tcp_try_to_open: a
+    /// recovery ends; RACK may find a loss and start another at once). Not
+    /// while a timeout's retransmissions are still going out.
+    fn try_undo(&mut self, now: Time) {
+        let Some(u) = self.undo.as_deref_mut() else {
+            return;
+        };
+        let loss_state = !self.in_recovery && self.recover.is_some_and(|r| self.snd_una < r);
+        if u.marker.is_none() || u.retrans != 0 || loss_state {
+            return;
+        }
+        u.marker = None;
+        let (prior_cwnd, prior_ssthresh) = (u.prior_cwnd, u.prior_ssthresh);
+        let cwnd_before = self.cwnd();
+        self.cc.undo(prior_cwnd, prior_ssthresh);
+        self.stats.undos += 1;
+        if self.in_recovery {
+            self.in_recovery = false;
+            self.inflation = 0;
+            self.recover = None;
+        }
+        if let Some(rack) = self.rack.as_deref_mut() {
+            rack.on_recovery_end(true);
+        }
+        self.record(now, "undo", self.snd_max - self.snd_una, cwnd_before);
     }
 
     // ---- RACK-TLP (RFC 8985; see rack.rs) ------------------------------------
@@ -1629,7 +1764,7 @@ impl TcpSender {
             let Some(&Sent { seq, .. }) = last else {
                 return;
             };
-            self.retransmit(now, seq, out);
+            self.resend(now, seq, out);
             true
         };
         self.stats.loss_probes += 1;
@@ -1649,7 +1784,15 @@ impl TcpSender {
     /// duplicate ACK that SACKs nothing new says original and probe both
     /// arrived: no loss. An ACK exactly at the end cannot tell (no D-SACK
     /// from netbraid's receivers): the episode waits.
-    fn tlp_on_ack(&mut self, now: Time, ack: u64, una_before: u64, newly_sacked: u64, flight_before: u64) {
+    fn tlp_on_ack(
+        &mut self,
+        now: Time,
+        ack: u64,
+        una_before: u64,
+        newly_sacked: u64,
+        flight_before: u64,
+        dsack: Option<(u64, u64)>,
+    ) {
         let Some(tlp) = self.tlp.as_deref_mut() else {
             return;
         };
@@ -1657,6 +1800,12 @@ impl TcpSender {
             return;
         };
         if ack < end {
+            return;
+        }
+        if retransmission && dsack.is_some_and(|(_, e)| e == end) {
+            // the probe's copy arrived after the original: no loss
+            // (Linux's FLAG_DSACK_TLP)
+            tlp.outstanding = None;
             return;
         }
         if !retransmission || ack > end || (ack == una_before && newly_sacked == 0) {
@@ -1870,7 +2019,18 @@ impl TcpSender {
         len
     }
 
+    /// Send the segment at `seq` again, a repair (a probe is not: `resend`).
     fn retransmit(&mut self, now: Time, seq: u64, out: &mut Outbox) -> u64 {
+        if let Some(u) = self.undo.as_deref_mut() {
+            u.retrans = u.retrans.max(0) + 1;
+        }
+        self.resend(now, seq, out)
+    }
+
+    /// Send the segment at `seq` again. (A loss probe does not count toward
+    /// an undo: Linux's tcp_send_loss_probe sends it without
+    /// tcp_retransmit_skb's accounting.)
+    fn resend(&mut self, now: Time, seq: u64, out: &mut Outbox) -> u64 {
         let rate = self.rate_send_state(now, false);
         let i = self.segment_index(seq);
         self.sent.mark_retransmitted(i);
@@ -1991,6 +2151,17 @@ impl TcpSender {
             });
         }
     }
+}
+
+/// The ACK's D-SACK block, if its first block is one (RFC 2883 §4): below
+/// the cumulative ACK, or inside the second block.
+fn dsack_block(seg: &TcpSegment) -> Option<(u64, u64)> {
+    let mut blocks = seg.sack.iter(seg.ack);
+    let (s, e) = blocks.next()?;
+    if s < seg.ack {
+        return Some((s, e));
+    }
+    blocks.next().filter(|&(s2, e2)| s2 <= s && e <= e2).map(|_| (s, e))
 }
 
 #[cfg(test)]

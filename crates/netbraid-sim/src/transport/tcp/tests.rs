@@ -401,6 +401,9 @@ fn controller_sees_rtt_samples_and_rounds() {
         fn penalise(&mut self) {
             self.0.penalise()
         }
+        fn undo(&mut self, prior_cwnd: u64, prior_ssthresh: u64) {
+            self.0.undo(prior_cwnd, prior_ssthresh)
+        }
         fn window(&self) -> u64 {
             self.0.window()
         }
@@ -681,6 +684,7 @@ mod rate_based {
             self.cwnd = MSS;
         }
         fn penalise(&mut self) {}
+        fn undo(&mut self, _: u64, _: u64) {}
         fn window(&self) -> u64 {
             self.cwnd
         }
