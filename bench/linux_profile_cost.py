@@ -7,7 +7,8 @@ processes, alternating (rfc, linux, rfc, linux, ...) `--reps` times:
 
 - rfc: the anchor's NewReno + SACK (RFC 6675), 200 ms delayed ACKs, 1 s
   minimum RTO, initial window 3;
-- linux: `profile = "linux"` with the anchor's buffers and MSS: CUBIC with
+- linux: `profile = "linux"` with the anchor's buffers (as the window, not
+  doubled: `linux_buffers = false`) and MSS: CUBIC with
   HyStart, RACK-TLP, PRR, 40 ms delayed ACKs, 200 ms minimum RTO, initial
   window 10; and `--cc bbr` for BBR with pacing instead of CUBIC.
 
@@ -43,7 +44,10 @@ from sim_binary import sim_binary  # noqa: E402
 
 def linux_variant(n: int, cc: str | None) -> nb.Scenario:
     s = anchor_scenario(n)
-    s.tcp = nb.TcpOptions(profile="linux", window="128KB", mss=1448, header_bytes=52, **({"cc": cc} if cc else {}))
+    # (the anchor's window as the window: Linux's rule for socket buffers,
+    # 2 × 128 KB × 0.63, costs nothing per packet but would change the traffic)
+    s.tcp = nb.TcpOptions(profile="linux", window="128KB", mss=1448, header_bytes=52, linux_buffers=False,
+                          **({"cc": cc} if cc else {}))
     return s
 
 

@@ -216,6 +216,23 @@ def test_linux_tcp_over_a_lossy_path_against_sim(cc, loss, tmp_path):
     assert row["verdict"] is None and row["emu"]["n"] == 1  # one run each: no interval, no verdict
 
 
+def test_the_kernel_window_from_so_rcvbuf_and_the_simulator_agree():
+    # iperf3 -w 64KB over a 100 ms path: Linux 6.6+ doubles SO_RCVBUF and
+    # advertises the doubled buffer times its scaling ratio (payload per
+    # byte of memory, below 1), so the window is more than asked and less
+    # than twice that; the simulator's profile models it (linux_buffers)
+    out = subprocess.run(
+        ["netbraid", "compare", "examples/window_limited.toml", "--json", "--set", "duration=10s",
+         "--set", "measure.start=3s"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    row = next(r for r in doc["rows"] if r["flow"] == "iperf" and r["subflow"] is None and r["metric"] == "goodput_bps")
+    emu, sim = row["emu"]["mean"], row["sim"]["mean"]
+    asked = 65536 * 8 / 0.1
+    assert 1.1 * asked < emu < 2 * asked, (emu, asked)
+    assert sim == pytest.approx(emu, rel=0.10)
+
+
 def test_compare_with_replications_gives_intervals_on_both_sides(tmp_path):
     # 3 runs per backend of one TCP flow at 1 % loss: every metric of the
     # flow has n = 3 and an interval on both sides, and a verdict that

@@ -83,8 +83,8 @@ def run_reordering(dsack: bool) -> dict:
 
 def test_dsack_undoes_reductions_that_reordering_caused():
     with_dsack, without = run_reordering(True), run_reordering(False)
-    # every duplicate the receiver got is reported once, and counted
-    assert with_dsack["dsack_dups"] == with_dsack["duplicates_received"] > 0
+    # duplicates are reported (RFC 2883), at most once each
+    assert 0 < with_dsack["dsack_dups"] <= with_dsack["duplicates_received"]
     assert with_dsack["undos"] >= 1
     assert (without["dsack_dups"], without["undos"]) == (0, 0)
     # without D-SACK, RACK's window never widens: each late segment is

@@ -16,6 +16,22 @@ def test_window_limited_flow_gets_window_over_rtt():
     assert r["flows"][0]["goodput_bps"] == pytest.approx(expected, rel=0.01)
 
 
+@pytest.mark.parametrize("window,ratio", [("64KB", None), ("256KB", None), ("64KB", 0.9), ("8MB", None)])
+def test_linux_buffers_double_the_socket_option_and_scale_it(window, ratio):
+    # Linux 6.6+ (sk_setsockopt, tcp_win_from_space): SO_RCVBUF = X gives a
+    # buffer of 2·min(X, rmem_max = 4 MB) bytes of memory, of which the
+    # scaling ratio (162/256 on this machine) is window; SO_SNDBUF doubles
+    # too, so the receive window is the limit. 100 ms RTT, 100 Mb/s: W < BDP
+    # at each size but the last, whose cap (2 × 4 MB × 0.63 = 5.3 MB) is
+    # above the BDP (1.25 MB): the link is the limit there.
+    extra = {} if ratio is None else {"scaling_ratio": ratio}
+    r = nb.simulate(single_path(window=window, profile="linux", **extra))
+    x = nb.resolve(single_path(window=window))["flows"][0]["tcp"]["rcvbuf"]
+    wnd = 2 * min(x, 4 << 20) * (ratio or 162 / 256)
+    expected = min(wnd // 1448 * 1448 * 8 / 0.1, 100e6 * 1448 / 1500)
+    assert r["flows"][0]["goodput_bps"] == pytest.approx(expected, rel=0.02)
+
+
 @pytest.mark.parametrize("p", [0.001, 0.01])
 @pytest.mark.parametrize("delayed_ack,C,b", [(False, 1.22, 1), (True, 0.87, 2)])
 def test_sack_flow_follows_mathis(p, delayed_ack, C, b):

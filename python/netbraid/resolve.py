@@ -59,6 +59,8 @@ TCP_DEFAULTS: dict[str, Any] = {
     "timer_tick": 0,
     "linux_rto": False,
     "dsack": False,
+    "linux_buffers": False,
+    "scaling_ratio": 162 / 256,
 }
 #: Linux 6.x defaults, as the simulator can express them: IW10 (RFC 6928),
 #: 200 ms minimum RTO and 1 s initial RTO (TCP_RTO_MIN, TCP_TIMEOUT_INIT),
@@ -107,8 +109,10 @@ LINUX_CUBIC: dict[str, Any] = {"cc": "cubic", "cc_params": {"beta": 717 / 1024, 
 #: Linux's RTO computation (tcp_rtt_estimator, tcp_set_rto), and three SACK
 #: blocks per ACK: what the 40 bytes of TCP options hold beside the 12 of
 #: timestamps (tcp_established_options). D-SACK and undo (tcp_dsack_set,
-#: tcp_try_undo_dsack).
-LINUX_PROFILE_ONLY: dict[str, Any] = {"linux_rto": True, "max_sack_blocks": 3, "dsack": True}
+#: tcp_try_undo_dsack). The socket buffers as Linux 6.6+ sizes them (paper
+#: 001's kernel, before 6.6, made the window the SO_RCVBUF asked for).
+LINUX_PROFILE_ONLY: dict[str, Any] = {"linux_rto": True, "max_sack_blocks": 3, "dsack": True,
+                                      "linux_buffers": True}
 #: `profile`: the layer of defaults under the scenario's and the flow's own settings.
 PROFILES: dict[str, TcpOptions] = {
     "rfc": TcpOptions(),

@@ -418,6 +418,17 @@ class TcpOptions(Strict):
     #: reduction whose retransmissions all prove needless. Needs recovery
     #: "sack". On in profile "linux". Sim only.
     dsack: Optional[Flag] = None
+    #: The socket buffers as this machine's Linux (6.18) sizes them: a set
+    #: rcvbuf / sndbuf / window (SO_RCVBUF, SO_SNDBUF, iperf3 -w) is doubled
+    #: (at most 2 × 4 MB) and the window is the doubled receive buffer times
+    #: `scaling_ratio`; unset buffers autotune up to 32 MB (receive, times
+    #: the ratio) and 4 MB (send). Off: rcvbuf is the window and sndbuf the
+    #: send buffer (the RFCs; Linux before 6.6). On in profile "linux". Sim only.
+    linux_buffers: Optional[Flag] = None
+    #: With linux_buffers: the share of receive-buffer memory that is payload
+    #: (Linux's scaling_ratio / 256; 162/256 = 0.633 on this machine's veth
+    #: links), the window's share of the buffer. Sim only.
+    scaling_ratio: Optional[Annotated[float, Field(gt=0, le=1)]] = None
 
     @field_validator("cc", mode="before")
     @classmethod

@@ -77,6 +77,7 @@ impl MptcpReceiver {
         // Subflows keep only their own out-of-order data, which the
         // connection counts against its buffer; they are never the limit.
         sub_cfg.rcvbuf = u32::MAX as u64;
+        sub_cfg.linux_buffers = false;
         let sub_cfg = std::sync::Arc::new(sub_cfg);
         let subflows = (0..paths)
             .map(|_| {
@@ -92,7 +93,7 @@ impl MptcpReceiver {
         Self {
             header_bytes: cfg.header_bytes,
             mss: cfg.mss as u64,
-            rcvbuf: cfg.rcvbuf,
+            rcvbuf: cfg.receive_buffer(),
             subflows,
             data_ack: 0,
             read: 0,
@@ -102,7 +103,7 @@ impl MptcpReceiver {
             pending_obsolete: false,
             copies: BTreeMap::new(),
             pending_held: 0,
-            right_edge: cfg.rcvbuf,
+            right_edge: cfg.receive_buffer(),
             max_held: 0,
             duplicate_bytes: 0,
             stats: TransportCounters::default(),

@@ -175,6 +175,7 @@ impl MptcpSender {
         sub_cfg.nodelay = true;
         sub_cfg.sndbuf = u32::MAX as u64;
         sub_cfg.rcvbuf = u32::MAX as u64;
+        sub_cfg.linux_buffers = false;
         let sub_cfg = std::sync::Arc::new(sub_cfg); // one copy for every subflow
         let n = controllers.len();
         let subflows = controllers
@@ -193,7 +194,7 @@ impl MptcpSender {
             .collect();
         Self {
             mss: cfg.mss as u64,
-            window_edge: cfg.rcvbuf,
+            window_edge: cfg.receive_buffer(),
             cfg,
             scheduler: mptcp.scheduler,
             subflows,
@@ -280,7 +281,7 @@ impl MptcpSender {
     /// least a segment, or the application's last, short one.
     fn new_room(&self) -> Option<(u64, u64)> {
         let end = self.app_end.unwrap_or(u64::MAX);
-        let limit = end.min(self.window_edge).min(self.data_una + self.cfg.sndbuf);
+        let limit = end.min(self.window_edge).min(self.data_una + self.cfg.send_buffer());
         if self.data_nxt >= limit {
             return None;
         }
@@ -326,7 +327,7 @@ impl MptcpSender {
     /// payload bytes.
     fn queue_limit(&self, cwnd: u64) -> u64 {
         if self.cfg.sndbuf < UNSET_BUFFER {
-            self.cfg.sndbuf
+            self.cfg.send_buffer()
         } else {
             6 * cwnd.max(10 * self.mss)
         }

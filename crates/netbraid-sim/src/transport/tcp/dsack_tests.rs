@@ -102,8 +102,8 @@ fn a_dsack_block_takes_one_of_the_blocks_and_only_when_asked() {
 
 const MSS: u64 = 1000;
 
-fn sender() -> TcpSender {
-    TcpSender::from_config(TcpConfig {
+fn sender_config() -> TcpConfig {
+    TcpConfig {
         mss: MSS as u32,
         initial_window: 10,
         recovery: Recovery::Sack,
@@ -112,8 +112,11 @@ fn sender() -> TcpSender {
         dsack: true,
         log_congestion: true,
         ..TcpConfig::default()
-    })
-    .unwrap()
+    }
+}
+
+fn sender() -> TcpSender {
+    TcpSender::from_config(sender_config()).unwrap()
 }
 
 /// An ACK with these SACK blocks, the first of which may be a D-SACK below `ack`.
@@ -239,15 +242,26 @@ fn a_real_loss_among_the_retransmissions_keeps_the_reduction() {
 }
 
 /// A D-SACK for data never retransmitted (a duplicate the network made) is
-/// dubious and ignored, as Linux's tcp_dsack_seen: no undo, no count.
+/// dubious, as Linux's tcp_dsack_seen: counted (tcpi_dsack_dups counts it
+/// before the test) but ignored — no undo, and RACK's reordering window
+/// does not widen, reordering seen or not.
 #[test]
 fn a_dsack_without_retransmissions_is_ignored() {
-    let mut s = sender();
+    let mut s = TcpSender::from_config(TcpConfig {
+        rack: true,
+        ..sender_config()
+    })
+    .unwrap();
     let mut out = Vec::new();
     s.write_all(0, None, &mut out);
-    sack_ack(&mut s, 100 * MILLISECOND, 2 * MSS, &[], &mut out);
-    sack_ack(&mut s, 101 * MILLISECOND, 2 * MSS, &[(0, MSS)], &mut out);
-    assert_eq!((s.stats().dsack_dups, s.stats().undos), (0, 0));
+    // segment 1 arrives after 2: reordering seen
+    sack_ack(&mut s, 100 * MILLISECOND, MSS, &[(2 * MSS, 3 * MSS)], &mut out);
+    sack_ack(&mut s, 101 * MILLISECOND, 3 * MSS, &[], &mut out);
+    assert!(s.rack_reordering_seen());
+    let window = s.rack_reordering_window();
+    sack_ack(&mut s, 102 * MILLISECOND, 3 * MSS, &[(0, MSS)], &mut out);
+    assert_eq!((s.stats().dsack_dups, s.stats().undos), (1, 0));
+    assert_eq!(s.rack_reordering_window(), window);
 }
 
 /// RFC 8985 §6.2 step 4: a D-SACK widens RACK's reordering window by a

@@ -190,7 +190,33 @@ pub struct TcpConfig {
     /// `recovery = Sack`.
     #[serde(default)]
     pub dsack: bool,
+    /// The socket buffers as this machine's Linux (6.18) sizes them
+    /// (`receive_buffer`, `send_buffer`) instead of `rcvbuf` and `sndbuf`
+    /// being the window and the send buffer themselves.
+    #[serde(default)]
+    pub linux_buffers: bool,
+    /// With `linux_buffers`: the share of receive-buffer memory that is
+    /// payload (Linux's tp->scaling_ratio / 256, skb->len / truesize as
+    /// measured on the first full-sized segment); the window is this share
+    /// of the buffer.
+    #[serde(default = "veth_scaling_ratio")]
+    pub scaling_ratio: f64,
 }
+
+/// Linux's scaling_ratio on this machine's veth links for 1448-byte
+/// segments: 162/256 (measured 2026-12-06, tcp_measure_rcv_mss).
+fn veth_scaling_ratio() -> f64 {
+    162.0 / 256.0
+}
+
+/// This kernel's socket-buffer limits (sysctl, 2026-12-06): what
+/// SO_RCVBUF / SO_SNDBUF may ask for (net.core.rmem_max, wmem_max), and
+/// how far autotuning grows an unset buffer (net.ipv4.tcp_rmem[2],
+/// tcp_wmem[2]).
+pub const LINUX_RMEM_MAX: u64 = 4 << 20;
+pub const LINUX_WMEM_MAX: u64 = 4 << 20;
+pub const LINUX_TCP_RMEM_MAX: u64 = 32 << 20;
+pub const LINUX_TCP_WMEM_MAX: u64 = 4 << 20;
 
 /// The buffer size that stands for "not set" (1 GiB: never the limit).
 pub const UNSET_BUFFER: u64 = 1 << 30;
@@ -238,11 +264,51 @@ impl Default for TcpConfig {
             timer_tick: 0,
             linux_rto: false,
             dsack: false,
+            linux_buffers: false,
+            scaling_ratio: veth_scaling_ratio(),
         }
     }
 }
 
 impl TcpConfig {
+    /// Payload bytes the receive buffer holds, and so the largest window
+    /// it advertises. `rcvbuf` itself, or with `linux_buffers`: SO_RCVBUF
+    /// doubled (sk_setsockopt, capped at 2 × rmem_max) times the scaling
+    /// ratio (tcp_win_from_space: Linux 6.6+ counts the buffer in memory,
+    /// a segment costing its truesize); unset, the ceiling autotuning grows
+    /// it to (tcp_rcv_space_adjust: at least twice what the reader took in
+    /// the last round trip, so a reader that keeps up is never held back
+    /// below it), tcp_rmem[2] times the ratio.
+    pub fn receive_buffer(&self) -> u64 {
+        if !self.linux_buffers {
+            return self.rcvbuf;
+        }
+        let memory = if self.rcvbuf >= UNSET_BUFFER {
+            LINUX_TCP_RMEM_MAX
+        } else {
+            2 * self.rcvbuf.min(LINUX_RMEM_MAX)
+        };
+        ((memory as f64 * self.scaling_ratio) as u64).max(self.mss as u64)
+    }
+
+    /// Payload bytes the send buffer holds (unacknowledged + unsent).
+    /// `sndbuf` itself, or with `linux_buffers`: SO_SNDBUF doubled (capped at
+    /// 2 × wmem_max); unset, the ceiling autotuning grows it to
+    /// (tcp_sndbuf_expand: 2 or 3 × the window's segments at 2304 B of
+    /// memory each, so it never holds back a sender below it),
+    /// tcp_wmem[2]. (A bulk writer's 64 KB TSO packets are ~99 % payload:
+    /// the memory is counted as payload.)
+    pub fn send_buffer(&self) -> u64 {
+        if !self.linux_buffers {
+            return self.sndbuf;
+        }
+        if self.sndbuf >= UNSET_BUFFER {
+            LINUX_TCP_WMEM_MAX
+        } else {
+            2 * self.sndbuf.min(LINUX_WMEM_MAX)
+        }
+    }
+
     /// Settings for this connection's controller.
     pub fn controller_config(&self) -> CcConfig {
         let mss = self.mss as u64;
@@ -374,6 +440,15 @@ impl TcpConfig {
                 "dsack",
                 "D-SACK is a SACK block and needs recovery = \"sack\" (allowed: dsack = false with any recovery)"
                     .into(),
+            );
+        }
+        if !(self.scaling_ratio > 0.0 && self.scaling_ratio <= 1.0) {
+            return bad(
+                "scaling_ratio",
+                format!(
+                    "{} is not allowed (a share of the buffer: above 0, at most 1; Linux's is 0.5 to 0.95)",
+                    self.scaling_ratio
+                ),
             );
         }
         if self.tlp && !self.rack {

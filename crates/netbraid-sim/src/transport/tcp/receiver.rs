@@ -31,6 +31,8 @@ pub struct TcpReceiver {
     arrival_budget: u64,
     /// Out-of-order data held above rcv_nxt.
     out_of_order: RangeSet,
+    /// Payload bytes the buffer holds (`TcpConfig::receive_buffer`).
+    rcvbuf: u64,
     /// Right edge of the last advertised window; never moves left (RFC 9293
     /// discourages shrinking), so the window stays fixed while a hole blocks
     /// rcv_nxt — the head-of-line blocking multipath transports suffer.
@@ -72,13 +74,14 @@ impl TcpReceiver {
             reader_waiting: false,
             arrival_budget: u64::MAX,
             out_of_order: RangeSet::default(),
-            right_edge: cfg.rcvbuf,
+            rcvbuf: cfg.receive_buffer(),
+            right_edge: cfg.receive_buffer(),
             unacked_segments: 0,
             delack_deadline: None,
             quick_acks_left: 0,
             quick_acks: cfg
                 .quick_acks
-                .min((cfg.rcvbuf / (2 * cfg.mss.max(1) as u64)).max(2) as u32),
+                .min((cfg.receive_buffer() / (2 * cfg.mss.max(1) as u64)).max(2) as u32),
             last_data_at: None,
             compressed: 0,
             dupacks_sent: 0,
@@ -194,6 +197,9 @@ impl TcpReceiver {
         }
         self.stats.packets_received += 1;
         self.stats.wire_bytes_received += wire_size as u64;
+        // (a D-SACK not yet sent is dropped by the next data segment, as
+        // Linux's tcp_data_queue: it reports the latest duplicate only)
+        self.dsack = None;
         // Never hold more than the buffer: bytes beyond the advertised right
         // edge are not accepted (our senders respect the window, so this
         // only trims what a shrunken window would have refused).
@@ -302,12 +308,12 @@ impl TcpReceiver {
     /// Receiver SWS avoidance: the right edge moves only in steps of at
     /// least min(RcvBuf / 2, MSS).
     fn sws_threshold(&self) -> u64 {
-        (self.cfg.rcvbuf / 2).min(self.mss())
+        (self.rcvbuf / 2).min(self.mss())
     }
 
     /// The right edge the buffer's free space allows now.
     fn window_edge(&self) -> u64 {
-        let edge = self.read + self.cfg.rcvbuf.saturating_sub(self.held());
+        let edge = self.read + self.rcvbuf.saturating_sub(self.held());
         if edge >= self.right_edge + self.sws_threshold() {
             edge
         } else {

@@ -377,9 +377,11 @@ struct Undo {
     /// before the first (Linux's undo_retrans). At 0 the reduction undoes.
     retrans: i64,
     /// cwnd when the reduction began, and max(ssthresh, ¾·cwnd) then
-    /// (tcp_current_ssthresh): what an undo restores.
+    /// (tcp_current_ssthresh): what an undo restores. None when it began
+    /// inside an ECN reduction's window: the undo restores nothing (Linux's
+    /// prior_ssthresh = 0).
     prior_cwnd: u64,
-    prior_ssthresh: u64,
+    prior_ssthresh: Option<u64>,
     /// Segments D-SACKed so far (Linux's dsack_dups): more than were ever
     /// retransmitted makes a D-SACK dubious, and it is ignored.
     dsack_dups: u64,
@@ -435,13 +437,13 @@ impl TcpSender {
         Self {
             mss,
             rtt,
-            buf: SendBuffer::new(cfg.sndbuf),
+            buf: SendBuffer::new(cfg.send_buffer()),
             sent: SentList::default(),
             snd_una: 0,
             snd_nxt: 0,
             snd_max: 0,
             started: false,
-            rwnd: cfg.rcvbuf,
+            rwnd: cfg.receive_buffer(),
             dupacks: 0,
             limited_transmit_bytes: 0,
             in_recovery: false,
@@ -749,10 +751,18 @@ impl TcpSender {
             self.newly_sacked = parts;
         }
         if let Some(block) = dsack {
-            self.on_dsack(block);
-            let (snd_una, snd_nxt) = (self.snd_una, self.snd_max);
-            if let Some(rack) = self.rack.as_deref_mut() {
-                rack.on_dsack(snd_una, snd_nxt);
+            // (RACK widens only for a D-SACK that passed the dubious test
+            // and is not a loss probe's: Linux's rack.dsack_seen)
+            let for_probe = self
+                .tlp
+                .as_ref()
+                .and_then(|t| t.outstanding)
+                .is_some_and(|(end, resent)| resent && block.1 == end && block.1 - block.0 <= self.mss);
+            if self.on_dsack(block) && !for_probe {
+                let (snd_una, snd_nxt) = (self.snd_una, self.snd_max);
+                if let Some(rack) = self.rack.as_deref_mut() {
+                    rack.on_dsack(snd_una, snd_nxt);
+                }
             }
         }
         let una_before = self.snd_una;
@@ -815,7 +825,11 @@ impl TcpSender {
         if self.cfg.tlp {
             self.tlp_on_ack(now, ack, una_before, newly_sacked, flight_before, dsack);
         }
-        if dsack.is_some() {
+        // (Linux tries on ACKs that carry a D-SACK, and, while a timeout's
+        // retransmissions go out, on those that move snd_una:
+        // tcp_try_undo_loss)
+        let undo_due = self.undo.as_ref().is_some_and(|u| u.marker.is_some() && u.retrans == 0);
+        if undo_due && (dsack.is_some() || self.snd_una > una_before) {
             self.try_undo(now);
         }
         if let Some(rack) = self.rack.as_deref_mut() {
@@ -1221,7 +1235,7 @@ impl TcpSender {
             seq: self.snd_una.saturating_sub(1),
             len: 0,
             ack: 0,
-            wnd: self.cfg.rcvbuf.min(u32::MAX as u64) as u32,
+            wnd: self.cfg.receive_buffer().min(u32::MAX as u64) as u32,
             flags: tcp_flags::ACK,
             sack: Default::default(),
             ..Default::default()
@@ -1490,6 +1504,17 @@ impl TcpSender {
 
     // ---- D-SACK and undo (RFC 2883; Linux's tcp_try_undo_dsack) ------------
 
+    /// RACK's reordering window now, outside recovery (for tests).
+    #[cfg(test)]
+    pub(crate) fn rack_reordering_window(&self) -> Time {
+        let rack = self.rack.as_deref().expect("a RACK sender");
+        rack.reordering_window(false, false, self.rtt.min_rtt, self.rtt.srtt())
+    }
+    #[cfg(test)]
+    pub(crate) fn rack_reordering_seen(&self) -> bool {
+        self.rack.as_deref().is_some_and(|r| r.reordering_seen)
+    }
+
     /// A reduction begins (recovery or a first timeout): remember what an
     /// undo would restore (Linux's tcp_init_undo with prior_cwnd and
     /// prior_ssthresh). Retransmissions already in flight may bring D-SACKs
@@ -1506,32 +1531,39 @@ impl TcpSender {
             0
         };
         let snd_una = self.snd_una;
+        let in_ecn_reduction = self.cfg.ecn && self.snd_una < self.ecn_recover;
         if let Some(u) = self.undo.as_deref_mut() {
             u.marker = Some(snd_una);
             u.retrans = if in_flight > 0 { in_flight } else { -1 };
             u.prior_cwnd = cwnd;
-            u.prior_ssthresh = ssthresh.max(cwnd / 2 + cwnd / 4);
+            u.prior_ssthresh = (!in_ecn_reduction).then(|| ssthresh.max(cwnd / 2 + cwnd / 4));
         }
     }
 
     /// The ACK's first SACK block reports [s, e) received twice (read on
     /// the prior snd_una, as Linux's tcp_check_dsack): each retransmitted
     /// segment it covers since the reduction began was needless.
-    fn on_dsack(&mut self, (s, e): (u64, u64)) {
+    /// False if it is dubious (ignored).
+    fn on_dsack(&mut self, (s, e): (u64, u64)) -> bool {
         let mss = self.mss;
         let retransmits = self.stats.retransmits;
         let snd_una = self.snd_una;
         let Some(u) = self.undo.as_deref_mut() else {
-            return;
+            return false;
         };
-        let dup_segs = (e - s).div_ceil(mss).max(1);
-        if e <= s || u.dsack_dups + dup_segs > retransmits {
-            return; // dubious: more duplicates than retransmissions
+        if e <= s {
+            return false;
         }
+        // (counted before the test, as Linux's tcp_dsack_seen counts
+        // tcpi_dsack_dups)
+        let dup_segs = (e - s).div_ceil(mss);
         u.dsack_dups += dup_segs;
         self.stats.dsack_dups += dup_segs;
+        if u.dsack_dups > retransmits {
+            return false; // dubious: more duplicates than retransmissions
+        }
         let Some(marker) = u.marker.filter(|_| u.retrans > 0) else {
-            return;
+            return true;
         };
         let needless = if e <= snd_una {
             // acknowledged data, no longer listed: counted by size
@@ -1550,6 +1582,7 @@ impl TcpSender {
                 .count() as u64
         };
         u.retrans = (u.retrans - needless as i64).max(0);
+        true
     }
 
     /// Every retransmission since the reduction began proved needless:
@@ -1567,7 +1600,9 @@ impl TcpSender {
         u.marker = None;
         let (prior_cwnd, prior_ssthresh) = (u.prior_cwnd, u.prior_ssthresh);
         let cwnd_before = self.cwnd();
-        self.cc.undo(prior_cwnd, prior_ssthresh);
+        if let Some(prior_ssthresh) = prior_ssthresh {
+            self.cc.undo(prior_cwnd, prior_ssthresh);
+        }
         self.stats.undos += 1;
         if self.in_recovery {
             self.in_recovery = false;
@@ -1782,8 +1817,8 @@ impl TcpSender {
     /// the hole filled, so the probe repaired a loss: the window is reduced
     /// once, as a fast recovery would have (Linux: a CWR episode). A
     /// duplicate ACK that SACKs nothing new says original and probe both
-    /// arrived: no loss. An ACK exactly at the end cannot tell (no D-SACK
-    /// from netbraid's receivers): the episode waits.
+    /// arrived: no loss; so does a D-SACK of the probe (`dsack`). An ACK
+    /// exactly at the end with neither cannot tell: the episode waits.
     fn tlp_on_ack(
         &mut self,
         now: Time,
@@ -2115,7 +2150,7 @@ impl TcpSender {
         }
         // Data flows one way; the window field carries what this end's own
         // (unused) receive buffer would advertise, as a real stack's would.
-        let wnd = self.cfg.rcvbuf.min(u32::MAX as u64) as u32;
+        let wnd = self.cfg.receive_buffer().min(u32::MAX as u64) as u32;
         let seg = TcpSegment {
             seq,
             len: len as u32,

@@ -1044,3 +1044,44 @@ fn a_timeout_in_fast_recovery_keeps_linux_ssthresh() {
     let (_, _, flight, after) = run(false);
     assert_eq!(after, flight / 2, "RFC 5681: FlightSize / 2 at the timeout");
 }
+
+/// Linux's socket buffers (`linux_buffers`): SO_RCVBUF / SO_SNDBUF are
+/// doubled (sk_setsockopt) up to 2 × rmem_max / wmem_max (4 MB here); the
+/// window is the receive buffer's memory times the scaling ratio
+/// (tcp_win_from_space); unset buffers autotune up to tcp_rmem[2] = 32 MB
+/// and tcp_wmem[2] = 4 MB. Without the flag the options are the window and
+/// the send buffer as given.
+#[test]
+fn linux_sizes_socket_buffers_from_the_options() {
+    let cfg = |rcvbuf, sndbuf, linux_buffers| TcpConfig {
+        rcvbuf,
+        sndbuf,
+        linux_buffers,
+        scaling_ratio: 162.0 / 256.0,
+        ..TcpConfig::default()
+    };
+    let k = 1024;
+    let c = cfg(64 * k, 64 * k, true);
+    assert_eq!((c.receive_buffer(), c.send_buffer()), (82_944, 128 * k));
+    let c = cfg(16 << 20, 16 << 20, true); // beyond rmem_max: capped
+    assert_eq!((c.receive_buffer(), c.send_buffer()), (5_308_416, 8 << 20));
+    let c = cfg(UNSET_BUFFER, UNSET_BUFFER, true);
+    assert_eq!((c.receive_buffer(), c.send_buffer()), (21_233_664, 4 << 20));
+    let c = cfg(64 * k, 64 * k, false);
+    assert_eq!((c.receive_buffer(), c.send_buffer()), (64 * k, 64 * k));
+    // a receiver advertises what the rule gives
+    let mut r = TcpReceiver::new(cfg(64 * k, 64 * k, true));
+    let mut out = Vec::new();
+    let data = TcpSegment {
+        seq: 0,
+        len: 1000,
+        flags: tcp_flags::ACK,
+        ..Default::default()
+    };
+    r.on_segment(0, &data, 1040, false, &mut out);
+    r.on_timer(SECOND, &mut out);
+    let Body::Tcp(ack) = out.last().unwrap().body else {
+        unreachable!()
+    };
+    assert_eq!(ack.wnd as u64, 82_944 - 1000);
+}
