@@ -389,6 +389,24 @@ def test_a_backup_subflow_waits_on_emu_as_on_sim():
     assert f["goodput_bps"] == pytest.approx(sim["goodput_bps"], rel=0.1)
 
 
+def subflow_pairs(f: dict) -> list[tuple[str, str, str]]:
+    return sorted((s["name"], s["src_addr"], s["dst_addr"]) for s in f["subflows"])
+
+
+@needs_mptcp
+def test_the_kernel_path_manager_makes_the_listed_and_the_full_mesh_subflows():
+    # explicit paths (the initial subflow from the second interface) become
+    # endpoints; a full mesh, endpoints with `fullmesh` and the server's
+    # other address announced: the same subflows, by address, as on the
+    # simulator, and the two 50 Mb/s paths full
+    for sets in (["flows.mptcp.paths=[{from_iface=1},{from_iface=0}]"], ["flows.mptcp.subflows=fullmesh"]):
+        f = mptcp_run(*sets)
+        sim = nb.simulate("examples/mptcp_two_paths.toml", overrides=sets + ["duration=3s"])["flows"][0]
+        assert subflow_pairs(f) == subflow_pairs(sim), sets
+        assert len(f["subflows"]) == (4 if "fullmesh" in sets[0] else 2)
+        assert f["goodput_bps"] >= 85e6, sets
+
+
 # ---- clean-up ----------------------------------------------------------------------------
 
 

@@ -193,6 +193,18 @@ def test_backup_goes_to_emu_but_not_on_the_initial_subflow():
         resolve(two_paths(backup=[0]), backend="emu")
 
 
+def test_emu_paths_must_go_to_the_initial_destination():
+    # Linux's path manager makes subflows from local endpoints to the
+    # address the connection went to; other destinations need the full mesh
+    from netbraid.resolve import resolve
+
+    resolved = resolve(two_paths(paths=[{"from_iface": 1}, {"from_iface": 0}]), backend="emu")
+    assert [p["src_iface"] for p in resolved["flows"][0]["paths"]] == [2, 0]
+    with pytest.raises(ScenarioError, match=r"paths\[1\]\.to_iface: on emu every listed path goes to the initial "
+                                            r"subflow's destination address \(interface 0\).*fullmesh"):
+        resolve(two_paths(paths=[{"from_iface": 0}, {"from_iface": 1, "to_iface": 1}]), backend="emu")
+
+
 def test_mptcp_settings_on_a_tcp_flow_are_refused():
     s = two_paths()
     with pytest.raises(ScenarioError, match="scheduler: applies only to mptcp flows"):

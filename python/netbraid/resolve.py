@@ -296,6 +296,10 @@ def explicit_tcp_fields(defaults: TcpOptions, flow: TcpOptions) -> list[str]:
     return sorted(f for f in TCP_FIELDS if any(getattr(layer, f) not in (None, {}) for layer in (defaults, flow)))
 
 
+#: MPTCP settings the kernel's path manager takes on emu (docs/emu.md).
+EMU_PATH_MANAGER = {"backup", "paths", "subflows"}
+
+
 def mptcp_paths(where: str, f, src: int, dst: int, ifaces_of: dict[int, list[int]], iface) -> tuple[list[dict], list[bool]]:
     """The subflows of an MPTCP flow as paths (pairs of interfaces), the
     initial one first, and which are backups."""
@@ -514,11 +518,12 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                     if nodes[node]["router"]:
                         raise ScenarioError(f"{where}.{role}: '{nodes[node]['name']}' is a router; flows run between hosts")
             if f.kind == "mptcp" and backend == "emu":
-                # (`backup` is the kernel's too: `ip mptcp endpoint … subflow backup`)
+                # (the path manager's settings are the kernel's too: `ip mptcp
+                # endpoint … subflow [backup|fullmesh]`, `… signal`)
                 for field in MPTCP_FIELDS:
-                    if field != "backup" and getattr(f, field) is not None:
-                        raise ScenarioError(f"{where}.{field}: set on sim only (on emu the kernel's path manager and "
-                                            "scheduler decide: one subflow per source interface); remove it or run on sim")
+                    if field not in EMU_PATH_MANAGER and getattr(f, field) is not None:
+                        raise ScenarioError(f"{where}.{field}: set on sim only (on emu the kernel's scheduler decides; "
+                                            f"settable on emu: {', '.join(sorted(EMU_PATH_MANAGER))}); remove it or run on sim")
             if f.kind == "sctp" and backend == "emu":
                 # usrsctp (FreeBSD's stack) runs with its own constants
                 if f.rtx_policy is not None:
@@ -574,6 +579,16 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                 }
                 if f.kind == "mptcp":
                     paths, backup = mptcp_paths(where, f, a, b, ifaces_of, iface)
+                    if backend == "emu" and f.paths is not None:
+                        initial = paths[0]["dst_iface"]
+                        for k, p in enumerate(paths):
+                            if p["dst_iface"] != initial:
+                                raise ScenarioError(
+                                    f"{where}.paths[{k}].to_iface: on emu every listed path goes to the initial "
+                                    f"subflow's destination address (interface {ifaces_of[b].index(initial)}): Linux's "
+                                    "path manager makes subflows from local endpoints (ip mptcp endpoint … subflow) to "
+                                    "the address the connection was made to; allowed: to_iface unset or "
+                                    f"{ifaces_of[b].index(initial)}, subflows = \"fullmesh\" for every pair, or run on sim")
                     if backend == "emu" and backup and backup[0]:
                         raise ScenarioError(
                             f"{where}.backup: the initial subflow's interface ({ifaces_of[a].index(paths[0]['src_iface'])}) "

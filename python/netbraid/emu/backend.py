@@ -92,6 +92,10 @@ def _plan(resolved: dict[str, Any], forwarding: list[dict[str, Any]]):
         s["relay"] = [relays[k] for k in f.get("via") or []]
         s["dst_addr_iface"] = f["dst_iface"] if f["dst_iface"] is not None else ifaces_of[f["dst"]][0]
         s["bind_iface"] = f["src_iface"]
+        if f["kind"] == "mptcp":  # the connection is the initial subflow: paths[0]
+            s["dst_addr_iface"] = f["paths"][0]["dst_iface"]
+            if f["paths"][0]["src_iface"] != leaving_iface(f["src"], s["dst_addr_iface"]):
+                s["bind_iface"] = f["paths"][0]["src_iface"]
         src_iface = s["bind_iface"] if s["bind_iface"] is not None else leaving_iface(f["src"], s["dst_addr_iface"])
         s["src_addr_iface"] = src_iface
         if s["bind_iface"] is not None:
@@ -133,9 +137,21 @@ def _plan(resolved: dict[str, Any], forwarding: list[dict[str, Any]]):
                 set_sysctl(f["dst"], "net.ipv4.tcp_comp_sack_delay_ns", tcp["sack_compression_delay"],
                            f"{where}.sack_compression_delay")
             if f["kind"] == "mptcp":
-                backup = f.get("mptcp", {}).get("backup") or []
+                # The kernel's path manager (docs/emu.md): the initial
+                # subflow is the connection, from paths[0]'s source to its
+                # destination; every other path's source is a `subflow`
+                # endpoint (to that same destination); a full mesh adds
+                # `fullmesh` to them and the destination announces its other
+                # addresses (`signal`), so each source reaches each.
+                paths, backup = f["paths"], f.get("mptcp", {}).get("backup") or []
+                fullmesh = len({p["dst_iface"] for p in paths}) > 1
                 mptcp.append({"src": f["src"], "dst": f["dst"], "primary_iface": src_iface,
-                              "backup_ifaces": [p["src_iface"] for p, b in zip(f.get("paths") or [], backup) if b]})
+                              "subflow_ifaces": list(dict.fromkeys(p["src_iface"] for p in paths[1:]
+                                                                   if p["src_iface"] != src_iface)),
+                              "signal_ifaces": list(dict.fromkeys(p["dst_iface"] for p in paths[1:]
+                                                                  if p["dst_iface"] != s["dst_addr_iface"])),
+                              "fullmesh": fullmesh, "subflows": len(paths),
+                              "backup_ifaces": [p["src_iface"] for p, b in zip(paths, backup) if b]})
                 source_ifaces.update(ifaces_of[f["src"]])
         if f["kind"] == "sctp":
             # each path leaves by its own address's interface, and the SACKs

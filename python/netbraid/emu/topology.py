@@ -111,7 +111,9 @@ class Topology:
               source_ifaces: set[int] = frozenset(), pinned: dict[tuple[int, int], int] | None = None) -> None:
         """`route_attrs[(node, dst_iface)]`: extra ip-route attributes on
         that host's route to that interface (initcwnd, rto_min, quickack).
-        `mptcp`: per MPTCP flow, {"src", "dst", "subflows": count}.
+        `mptcp`: per MPTCP flow, {"src", "dst", "primary_iface", "subflow_ifaces"
+        (endpoints), "signal_ifaces" (announced by dst), "fullmesh", "subflows"
+        (count), "backup_ifaces"}.
         `pinned[(node, dst_iface)] = iface`: that host reaches that address
         only through that interface of its own (an SCTP path: the stack
         picks destinations, not source addresses, so each destination is
@@ -196,13 +198,20 @@ class Topology:
             sysctl(ns, settings)
 
         for m in mptcp:
-            src_ifaces = self.ifaces_of[m["src"]]
-            limit = max(2, len(src_ifaces))
+            # (the kernel takes at most 8 subflows and 8 announced addresses)
+            limit = min(8, max(2, m["subflows"]))
             for node in (m["src"], m["dst"]):
                 ip_batch([f"mptcp limits set subflow {limit} add_addr_accepted {limit}"], self.ns[node])
             primary, backup = m["primary_iface"], set(m.get("backup_ifaces", []))
-            ip_batch([f"mptcp endpoint add {self.addr(i)} dev {self.dev(i)} subflow" + (" backup" if i in backup else "")
-                      for i in src_ifaces if i != primary], self.ns[m["src"]])
+            mesh = " fullmesh" if m["fullmesh"] else ""
+            # a full mesh's initial address is an endpoint too, so that it
+            # reaches the announced addresses as well
+            local = ([primary] if m["fullmesh"] else []) + m["subflow_ifaces"]
+            ip_batch([f"mptcp endpoint add {self.addr(i)} dev {self.dev(i)} subflow{mesh}" + (" backup" if i in backup else "")
+                      for i in local], self.ns[m["src"]])
+            if m["signal_ifaces"]:
+                ip_batch([f"mptcp endpoint add {self.addr(i)} dev {self.dev(i)} signal" for i in m["signal_ifaces"]],
+                         self.ns[m["dst"]])
 
 
 def _direction(d: dict[str, Any]) -> dict[str, Any]:
