@@ -152,6 +152,16 @@ def test_bad_proxy_input_names_the_field(edit, field, words):
     assert field in str(e.value) and words in str(e.value), str(e.value)
 
 
+def test_a_scenario_tcp_mistake_that_proxies_inherit_is_reported_once():
+    # the flow and both proxies take [tcp]: one mistake, one line
+    s = nb.load_scenario("examples/split_proxy.toml")
+    s.tcp = nb.TcpOptions(cc="hstcp", cc_params={"low_window": 100000})
+    with pytest.raises(nb.ScenarioError) as e:
+        nb.simulate(s)
+    assert e.value.problems == ["tcp.cc_params.low_window: 100000 must be below high_window (83000): "
+                                "Low_Window < High_Window"]
+
+
 def test_emu_proxies_refuse_what_a_real_socket_cannot_set():
     from netbraid.emu.backend import _plan
     from netbraid.emu.topology import forwarding_table

@@ -8,7 +8,9 @@ class ScenarioError(ValueError):
     """The scenario (or a command-line override of it) is wrong."""
 
     def __init__(self, problems: list[str] | str, source: str | None = None):
-        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        # (one mistake reached by several routes — a [tcp] setting that the
+        # flows and the proxies all inherit — is reported once)
+        self.problems = [problems] if isinstance(problems, str) else list(dict.fromkeys(problems))
         self.source = source
         head = f"{source}: " if source else ""
         if len(self.problems) == 1:
