@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fidelity  # noqa: E402
 
 RESULTS = fidelity.ROOT / "bench" / "results"
-SIM = RESULTS / "fidelity_grid_sim_2026-12-06_buffers.csv"
+SIM = RESULTS / "fidelity_grid_sim_2026-12-06_sackrtt.csv"
 KERNEL = RESULTS / "fidelity_grid_default_cc_2026-11-27.csv"
 KERNEL_LONG = RESULTS / "fidelity_50ms_5x20_default_cc_2026-11-27.csv"
 KERNEL_BBR = RESULTS / "fidelity_grid_2026-11-27.csv"

@@ -732,21 +732,30 @@ impl TcpSender {
             rack.begin_ack();
         }
         let mut newly_sacked = 0;
+        // (Linux's RTO also samples the first newly SACKed segment sent
+        // once, when the cumulative ACK gives no sample: tcp_ack_update_rtt)
+        let mut first_sackt = None;
         let dsack = if self.undo.is_some() { dsack_block(seg) } else { None };
         if self.cfg.recovery == Recovery::Sack {
             let mut parts = std::mem::take(&mut self.newly_sacked);
             parts.clear();
             let per_segment = self.rack.is_some() || self.rate.is_some();
+            let linux_rtt = self.rtt.is_linux();
             for (s, e) in seg.sack.iter(seg.ack).skip(dsack.is_some() as usize) {
                 let (s, e) = (s.max(ack), e.min(self.snd_max));
-                if s < e && per_segment {
+                if s < e && (per_segment || linux_rtt) {
                     newly_sacked += self.sacked.add_with(s, e, |a, b| parts.push((a, b)));
                 } else if s < e {
                     newly_sacked += self.sacked.add(s, e);
                 }
             }
             for &(a, b) in &parts {
-                self.segments_delivered(now, a, b, false);
+                let first = if per_segment {
+                    self.segments_delivered(now, a, b, false)
+                } else {
+                    self.first_once_sent_in(a, b)
+                };
+                first_sackt = first_sackt.or(first);
             }
             self.newly_sacked = parts;
         }
@@ -783,7 +792,7 @@ impl TcpSender {
             self.record(now, "ecn_reduction", flight_before, cwnd_before);
         }
         if ack > self.snd_una {
-            self.on_new_ack(now, ack, flight_before, siblings, out);
+            self.on_new_ack(now, ack, flight_before, first_sackt, siblings, out);
             // RFC 6675 §5 (4b): loss may be evident from SACK information on
             // a cumulative ACK too.
             if self.cfg.recovery == Recovery::Sack
@@ -795,6 +804,9 @@ impl TcpSender {
                 self.enter_recovery(now, out);
             }
         } else if ack == self.snd_una && self.snd_max > self.snd_una {
+            if let Some(t) = first_sackt.filter(|_| self.rtt.is_linux()) {
+                self.rtt.on_sample_linux(now - t, self.snd_una, self.snd_max);
+            }
             // RFC 5681 §2 dupack: no data (our ACKs carry none) and the same
             // window (a window update is not a dupack); with SACK, RFC 6675:
             // an ACK that SACKs new data.
@@ -944,7 +956,18 @@ impl TcpSender {
         self.prr.is_some()
     }
 
-    fn on_new_ack(&mut self, now: Time, ack: u64, flight_before: u64, siblings: &[SubflowView], out: &mut Outbox) {
+    /// `first_sackt`: when the first segment this ACK newly SACKs, sent
+    /// once, was sent (Linux's RTO takes it when the cumulative ACK gives
+    /// no sample).
+    fn on_new_ack(
+        &mut self,
+        now: Time,
+        ack: u64,
+        flight_before: u64,
+        first_sackt: Option<Time>,
+        siblings: &[SubflowView],
+        out: &mut Outbox,
+    ) {
         let newly = ack - self.snd_una;
         let mut rtt_sample = None;
         if let Some((end, sent)) = self.timed {
@@ -987,7 +1010,8 @@ impl TcpSender {
             let segs = self.sent.as_slice();
             let retransmitted =
                 !self.sent.unmarked() && segs.iter().take_while(|s| s.seq < ack).any(|s| s.retransmitted);
-            segs.first().filter(|_| !retransmitted).map(|s| now - s.xmit_ts)
+            let cumulative = segs.first().filter(|_| !retransmitted).map(|s| now - s.xmit_ts);
+            cumulative.or(first_sackt.map(|t| now - t))
         } else {
             None
         };
@@ -1621,8 +1645,12 @@ impl TcpSender {
     /// or newly SACKed): RACK learns the latest of them, and the delivery
     /// rate counts them. With `skip_sacked` (a cumulative ACK), segments
     /// SACKed before were counted then.
-    fn segments_delivered(&mut self, now: Time, from: u64, to: u64, skip_sacked: bool) {
+    ///
+    /// Returns the send time of the first of them (in sequence) never sent
+    /// twice: the SACK's RTT sample (Linux's first_sackt).
+    fn segments_delivered(&mut self, now: Time, from: u64, to: u64, skip_sacked: bool) -> Option<Time> {
         let min_rtt = self.rtt.min_rtt;
+        let mut first_once_sent = None;
         let sent = self.sent.as_slice();
         // (a cumulative ACK's segments start at the head)
         let first = if from <= sent.first().map_or(from, |s| s.seq) {
@@ -1642,6 +1670,9 @@ impl TcpSender {
             } else {
                 self.sent.mark_sacked(i);
             }
+            if first_once_sent.is_none() && !seg.retransmitted {
+                first_once_sent = Some(seg.xmit_ts);
+            }
             if let Some(rack) = self.rack.as_deref_mut() {
                 rack.on_delivered(now, seg.xmit_ts, seg.end(), seg.retransmitted, min_rtt);
             }
@@ -1653,6 +1684,19 @@ impl TcpSender {
                 }
             }
         }
+        first_once_sent
+    }
+
+    /// Without per-segment tracking: the send time of the first segment
+    /// starting in [from, to) never sent twice.
+    fn first_once_sent_in(&self, from: u64, to: u64) -> Option<Time> {
+        let sent = self.sent.as_slice();
+        let first = sent.partition_point(|s| s.seq < from);
+        sent[first..]
+            .iter()
+            .take_while(|s| s.seq < to)
+            .find(|s| !s.retransmitted)
+            .map(|s| s.xmit_ts)
     }
 
     /// RACK's loss detection (RFC 8985 §6.2 step 5): mark lost every

@@ -981,16 +981,19 @@ fn acks_between_pacing_times_keep_the_bursts_whole() {
 
 /// An IW10 SACK sender without limited transmit; `from_cwnd` as Linux
 /// computes ssthresh.
-fn iw10_sack_sender(from_cwnd: bool) -> TcpSender {
-    TcpSender::from_config(TcpConfig {
+fn iw10_config(from_cwnd: bool) -> TcpConfig {
+    TcpConfig {
         mss: MSS as u32,
         initial_window: 10,
         recovery: Recovery::Sack,
         limited_transmit: false,
         ssthresh_from_cwnd: from_cwnd,
         ..TcpConfig::default()
-    })
-    .unwrap()
+    }
+}
+
+fn iw10_sack_sender(from_cwnd: bool) -> TcpSender {
+    TcpSender::from_config(iw10_config(from_cwnd)).unwrap()
 }
 
 /// Segment 0 lost; 1, 2 and 3 arrive: the third duplicate ACK.
@@ -1084,4 +1087,26 @@ fn linux_sizes_socket_buffers_from_the_options() {
         unreachable!()
     };
     assert_eq!(ack.wnd as u64, 82_944 - 1000);
+}
+
+/// Linux's RTO takes an RTT sample from an ACK that only SACKs new data:
+/// the first newly SACKed segment sent once (tcp_sacktag_one's
+/// first_sackt, used by tcp_ack_update_rtt when the cumulative ACK gives
+/// none); RFC 6298's estimator times one segment, cumulatively ACKed.
+#[test]
+fn linux_rto_samples_the_rtt_from_sacks() {
+    for (linux_rto, rack) in [(true, true), (true, false), (false, true)] {
+        let mut s = TcpSender::from_config(TcpConfig {
+            linux_rto,
+            rack,
+            ..iw10_config(true)
+        })
+        .unwrap();
+        let mut out = Vec::new();
+        s.write_all(0, None, &mut out);
+        // segment 0 lost: 80 ms later the ACK SACKs segment 1 only
+        sack_ack(&mut s, 80 * MILLISECOND, 0, &[(MSS, 2 * MSS)], &mut out);
+        let expect = linux_rto.then_some(80e6);
+        assert_eq!(s.srtt().map(|t| t as f64), expect, "linux_rto {linux_rto}, rack {rack}");
+    }
 }
