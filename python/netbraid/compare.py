@@ -50,6 +50,8 @@ PATH_METRICS = [
     ("net_loss_rate", "network loss %", 100),
     ("rtt_mean_s", "RTT ms", 1e3),
     ("cwnd_mean_bytes", "cwnd KB", 1 / 1024),
+    # segments the receiver reported twice (D-SACK): needless retransmissions
+    ("dsack_dups", "D-SACKed segs", 1),
 ]
 #: Per link direction.
 LINK_METRICS = [
