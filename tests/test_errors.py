@@ -99,6 +99,8 @@ MISTAKES = {
     "rack without sack": (GOOD + 'rack = true\nrecovery = "newreno"\n', ["flows[0].rack", "recovery = \"sack\""]),
     "tlp without rack": (GOOD + 'tlp = true\n', ["flows[0].tlp", "rack = true"]),
     "prr without sack": (GOOD + 'prr = true\nrecovery = "reno"\n', ["flows[0].prr", "recovery = \"sack\""]),
+    "dsack without sack": (GOOD + 'dsack = true\nrecovery = "newreno"\n', ["flows[0].dsack", "recovery = \"sack\""]),
+    "scaling ratio above one": (GOOD + 'scaling_ratio = 1.5\n', ["scaling_ratio", "less than or equal to 1", "1.5"]),
     "window in [tcp] below the flow's segment": (GOOD + 'mss = 9000\n\n[tcp]\nwindow = "8KB"\n',
                                                  ["flows[0].rcvbuf", "8192 B", "at least the mss", "mss 9000 B"]),
     "window in [tcp] below one segment": (GOOD + 'cc = "cubic"\n\n[tcp]\nwindow = 100\n',
