@@ -238,6 +238,8 @@ class IperfFlow:
         }
         if self.mptcp:
             row["subflows"] = self.subflow_results(window)
+            dups = [sub["dsack_dups"] for sub in row["subflows"] if sub.get("dsack_dups") is not None]
+            row["dsack_dups"] = sum(dups) if dups else None  # the connection's: its subflows'
         else:
             row.update(self.kernel_results(window, row))
         if self.relay:

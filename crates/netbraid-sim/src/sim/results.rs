@@ -120,6 +120,8 @@ pub struct SubflowResult {
     pub timeouts: u64,
     pub fast_retransmits: u64,
     pub loss_probes: u64,
+    /// Segments the receiver reported twice on this path (D-SACK).
+    pub dsack_dups: u64,
     /// Data that arrived on this path and the receiver already had.
     pub duplicates_received: u64,
     pub rtt_mean_s: Option<f64>,
@@ -336,6 +338,7 @@ impl Simulation {
                         timeouts: pc.transport.timeouts,
                         fast_retransmits: pc.transport.fast_retransmits,
                         loss_probes: pc.transport.loss_probes,
+                        dsack_dups: pc.transport.dsack_dups,
                         duplicates_received: pc.transport.duplicate_packets,
                         rtt_mean_s: pr.rtt_mean_s,
                         srtt_s: pa.sender.and_then(|s| s.srtt).map(as_secs_f64),
