@@ -2,6 +2,7 @@
 //! (§4.1), and the sender undoing a reduction that D-SACKs prove spurious
 //! (Linux's tcp_try_undo_dsack).
 
+use super::tests::sack_ack;
 use super::*;
 use crate::endpoint::Transmit;
 use crate::engine::time::{MILLISECOND, SECOND};
@@ -117,24 +118,6 @@ fn sender_config() -> TcpConfig {
 
 fn sender() -> TcpSender {
     TcpSender::from_config(sender_config()).unwrap()
-}
-
-/// An ACK with these SACK blocks, the first of which may be a D-SACK below `ack`.
-fn sack_ack(s: &mut TcpSender, now: Time, ack: u64, blocks: &[(u64, u64)], out: &mut Vec<Transmit>) {
-    let mut seg = TcpSegment {
-        ack,
-        wnd: 1 << 30,
-        flags: tcp_flags::ACK,
-        ..Default::default()
-    };
-    for (i, &b) in blocks.iter().enumerate() {
-        assert!(if i == 0 {
-            seg.sack.push_first(ack, b)
-        } else {
-            seg.sack.push(ack, b)
-        });
-    }
-    s.on_segment(now, &seg, out);
 }
 
 /// Ten segments out in slow start (cwnd 10, ssthresh unset); segment 0 is

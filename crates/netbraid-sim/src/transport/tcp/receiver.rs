@@ -68,20 +68,19 @@ pub struct TcpReceiver {
 impl TcpReceiver {
     pub fn new(cfg: impl Into<Arc<TcpConfig>>) -> Self {
         let cfg = cfg.into();
+        let rcvbuf = cfg.receive_buffer();
         Self {
             rcv_nxt: 0,
             read: 0,
             reader_waiting: false,
             arrival_budget: u64::MAX,
             out_of_order: RangeSet::default(),
-            rcvbuf: cfg.receive_buffer(),
-            right_edge: cfg.receive_buffer(),
+            rcvbuf,
+            right_edge: rcvbuf,
             unacked_segments: 0,
             delack_deadline: None,
             quick_acks_left: 0,
-            quick_acks: cfg
-                .quick_acks
-                .min((cfg.receive_buffer() / (2 * cfg.mss.max(1) as u64)).max(2) as u32),
+            quick_acks: cfg.quick_acks.min((rcvbuf / (2 * cfg.mss.max(1) as u64)).max(2) as u32),
             last_data_at: None,
             compressed: 0,
             dupacks_sent: 0,

@@ -759,15 +759,17 @@ impl TcpSender {
             }
             self.newly_sacked = parts;
         }
+        // A D-SACK of the outstanding loss probe's copy (Linux's
+        // FLAG_DSACK_TLP): the probe ends with no loss, and RACK's window
+        // does not widen for it.
+        let probe_dsack = dsack.is_some_and(|(s, e)| {
+            let probe = self.tlp.as_ref().and_then(|t| t.outstanding);
+            probe.is_some_and(|(end, resent)| resent && e == end && e - s <= self.mss)
+        });
         if let Some(block) = dsack {
-            // (RACK widens only for a D-SACK that passed the dubious test
-            // and is not a loss probe's: Linux's rack.dsack_seen)
-            let for_probe = self
-                .tlp
-                .as_ref()
-                .and_then(|t| t.outstanding)
-                .is_some_and(|(end, resent)| resent && block.1 == end && block.1 - block.0 <= self.mss);
-            if self.on_dsack(block) && !for_probe {
+            // (RACK widens only for a D-SACK that passed the dubious test:
+            // Linux's rack.dsack_seen)
+            if self.on_dsack(block) && !probe_dsack {
                 let (snd_una, snd_nxt) = (self.snd_una, self.snd_max);
                 if let Some(rack) = self.rack.as_deref_mut() {
                     rack.on_dsack(snd_una, snd_nxt);
@@ -835,13 +837,12 @@ impl TcpSender {
             }
         }
         if self.cfg.tlp {
-            self.tlp_on_ack(now, ack, una_before, newly_sacked, flight_before, dsack);
+            self.tlp_on_ack(now, ack, una_before, newly_sacked, flight_before, probe_dsack);
         }
         // (Linux tries on ACKs that carry a D-SACK, and, while a timeout's
         // retransmissions go out, on those that move snd_una:
         // tcp_try_undo_loss)
-        let undo_due = self.undo.as_ref().is_some_and(|u| u.marker.is_some() && u.retrans == 0);
-        if undo_due && (dsack.is_some() || self.snd_una > una_before) {
+        if self.undo.is_some() && (dsack.is_some() || self.snd_una > una_before) {
             self.try_undo(now);
         }
         if let Some(rack) = self.rack.as_deref_mut() {
@@ -1544,8 +1545,11 @@ impl TcpSender {
     /// prior_ssthresh). Retransmissions already in flight may bring D-SACKs
     /// later, so they count.
     fn init_undo(&mut self, cwnd: u64) {
+        if self.undo.is_none() {
+            return;
+        }
         let ssthresh = self.cc.ssthresh();
-        let in_flight = if self.undo.is_some() && self.sent.rexmit_bytes > 0 {
+        let in_flight = if self.sent.rexmit_bytes > 0 {
             self.sent
                 .as_slice()
                 .iter()
@@ -1861,8 +1865,8 @@ impl TcpSender {
     /// the hole filled, so the probe repaired a loss: the window is reduced
     /// once, as a fast recovery would have (Linux: a CWR episode). A
     /// duplicate ACK that SACKs nothing new says original and probe both
-    /// arrived: no loss; so does a D-SACK of the probe (`dsack`). An ACK
-    /// exactly at the end with neither cannot tell: the episode waits.
+    /// arrived: no loss; so does a D-SACK of the probe (`probe_dsack`).
+    /// An ACK exactly at the end with neither cannot tell: the episode waits.
     fn tlp_on_ack(
         &mut self,
         now: Time,
@@ -1870,7 +1874,7 @@ impl TcpSender {
         una_before: u64,
         newly_sacked: u64,
         flight_before: u64,
-        dsack: Option<(u64, u64)>,
+        probe_dsack: bool,
     ) {
         let Some(tlp) = self.tlp.as_deref_mut() else {
             return;
@@ -1881,9 +1885,8 @@ impl TcpSender {
         if ack < end {
             return;
         }
-        if retransmission && dsack.is_some_and(|(_, e)| e == end) {
+        if probe_dsack {
             // the probe's copy arrived after the original: no loss
-            // (Linux's FLAG_DSACK_TLP)
             tlp.outstanding = None;
             return;
         }

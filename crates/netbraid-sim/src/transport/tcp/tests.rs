@@ -148,15 +148,20 @@ fn third_dupack_fast_retransmits_once() {
     assert_eq!(s.stats().fast_retransmits, 1);
 }
 
-fn sack_ack(s: &mut TcpSender, now: Time, ack: u64, blocks: &[(u64, u64)], out: &mut Vec<Transmit>) {
+/// An ACK with these SACK blocks; the first may be a D-SACK below `ack`.
+pub(super) fn sack_ack(s: &mut TcpSender, now: Time, ack: u64, blocks: &[(u64, u64)], out: &mut Vec<Transmit>) {
     let mut seg = TcpSegment {
         ack,
         wnd: 1 << 30,
         flags: tcp_flags::ACK,
         ..Default::default()
     };
-    for &b in blocks {
-        seg.sack.push(ack, b);
+    for (i, &b) in blocks.iter().enumerate() {
+        assert!(if i == 0 {
+            seg.sack.push_first(ack, b)
+        } else {
+            seg.sack.push(ack, b)
+        });
     }
     s.on_segment(now, &seg, out);
 }
