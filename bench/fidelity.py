@@ -13,6 +13,7 @@ controller Jain's fairness index.
     python bench/fidelity.py --quick          # 3 cells, 2 replications, 10 s runs
     python bench/fidelity.py                  # the whole grid: 5 replications, 20 s runs (hours on emu)
     python bench/fidelity.py --cells cubic:20:0.001:1 bbr:50:0.01:2
+    python bench/fidelity.py --cells mix:cubic+cubic+bbr+bbr:20:1:200us   # the link with ±200 µs jitter, both backends
 
 Method: every replication of a cell is one run on each backend with its own
 seed (sim) or one real run (emu; runs alternate sim, emu); goodput is
@@ -63,8 +64,14 @@ def buffer_packets(delay_ms: float, bdp: float) -> int:
 def scenario(cell: str, duration_s: float, rep: int = 0) -> nb.Scenario:
     """A cell's scenario from its name: "cc:delay_ms:loss:buffer_bdp" for
     one flow, "mix:cc+cc+...:delay_ms:buffer_bdp" for competing flows
-    (replication `rep`'s start instants)."""
+    (replication `rep`'s start instants); either may end in ":JITTER" (a
+    time, e.g. 200us), the link's delay jitter on both backends (the start
+    instants stay those of the cell without it, so the two pair up)."""
     parts = cell.split(":")
+    if len(parts) not in (4, 5):
+        raise ValueError(f"expected 4 fields and an optional jitter, got {len(parts)}")
+    jitter = parts[4] if len(parts) == 5 else "0ms"
+    base = ":".join(parts[:4])
     if parts[0] == "mix":
         ccs, delay, loss, bdp = parts[1].split("+"), float(parts[2]), 0.0, float(parts[3])
     else:
@@ -72,7 +79,7 @@ def scenario(cell: str, duration_s: float, rep: int = 0) -> nb.Scenario:
     s = nb.Scenario(name=f"fidelity-{cell}", duration=f"{duration_s}s")
     s.add_host("client").add_host("server")
     s.add_link("client", "server", rate="50Mbps", delay=f"{delay}ms", queue=f"{buffer_packets(delay, bdp)}p",
-               ab={"loss": loss} if loss else None)
+               jitter=jitter, ab={"loss": loss} if loss else None)
     # Competing flows start at random instants in the first MIX_SPREAD_MS:
     # with simultaneous starts every simulated replication is the same run
     # (no loss, no randomness), and how drop-tail losses fall between the
@@ -81,7 +88,7 @@ def scenario(cell: str, duration_s: float, rep: int = 0) -> nb.Scenario:
     # decides much of a run's shares, and had each backend drawn its own
     # (the seed's stream on sim, the emu backend's own), eight replications
     # started CUBIC first in 7 kernel runs and 3 simulated ones.
-    starts = random.Random(f"fidelity/{cell}/{rep}")
+    starts = random.Random(f"fidelity/{base}/{rep}")
     for k, cc in enumerate(ccs):
         start = {"start": f"{starts.random() * MIX_SPREAD_MS:.3f}ms"} if len(ccs) > 1 else {}
         s.add_flow(f"{cc}{k}", "client", "server", cc=cc, profile="linux", **start)

@@ -33,10 +33,12 @@ needs_mptcp = pytest.mark.skipif(MPTCP_REASON is not None, reason=f"emu MPTCP un
 IP_UDP = 28
 
 
-def one_link(rate: str, delay: str, *, queue="1000p", loss=None, duration="3s", measure_start="0s") -> nb.Scenario:
+def one_link(rate: str, delay: str, *, queue="1000p", loss=None, duration="3s", measure_start="0s",
+             jitter="0ms") -> nb.Scenario:
     s = nb.Scenario(name="one-link", duration=duration)
     s.add_host("a").add_host("b")
-    s.add_link("a", "b", rate=rate, delay=delay, queue=queue, ab={"loss": loss} if loss is not None else None)
+    s.add_link("a", "b", rate=rate, delay=delay, queue=queue, jitter=jitter,
+               ab={"loss": loss} if loss is not None else None)
     s.measure = nb.Measure(start=measure_start)
     return s
 
@@ -86,6 +88,19 @@ def test_one_way_delay_median_and_tail():
         if tails[-1] - expected < 2e-3:
             break
     assert min(tails) - expected < 2e-3, tails
+
+
+def test_jitter_spreads_the_delay_on_emu_as_on_sim():
+    # a datagram every 8 ms over 10 ms ± 2 ms (linkemu's jitter_ns, the
+    # simulator's rule): the least delay near 8 ms, which linkemu's own
+    # lateness (never early) cannot produce, the median near 10 ms, and the
+    # datagrams in order
+    s = one_link("100Mbps", "10ms", jitter="2ms", duration="8s")
+    f = udp_flow(s, "1Mbps", size=1000)["flows"][0]
+    serialisation = 1028 * 8 / 100e6
+    assert 0.008 + serialisation <= f["delay_min_s"] < 0.0086, f["delay_min_s"]
+    assert abs(f["delay_p50_s"] - (0.010 + serialisation)) < 0.3e-3, f["delay_p50_s"]
+    assert f["reordered"] == 0
 
 
 def test_loss_within_the_binomial_interval():

@@ -1,5 +1,6 @@
-"""Link-layer framing and outages (sim), against arithmetic from outside the
-code: Ethernet's 38 bytes per frame, and nothing crossing a cut cable."""
+"""Link-layer framing, outages and delay jitter (sim), against arithmetic
+from outside the code: Ethernet's 38 bytes per frame, nothing crossing a
+cut cable, a delay uniform within ±jitter that never reorders."""
 
 import pytest
 
@@ -33,6 +34,58 @@ def test_nothing_crosses_a_link_while_it_is_down():
     assert during and all(g == 0 for g in during)
     assert max(g for t, g in zip(times, series) if t >= 18) > 50e6  # back after the outage
     assert r["links"][0]["loss_drops"] > 0
+
+
+def one_segment_at_a_time(jitter: str = "2ms", seed: int = 1) -> dict:
+    """A TCP flow with one segment in flight (each sent when the last is
+    ACKed, ACKed at once) over 100 Mb/s, 10 ms ± `jitter` each way: every
+    round trip is two independent draws of the delay, 20 ms apart."""
+    s = nb.Scenario(name="j", duration="30s", seed=seed)
+    s.add_host("a").add_host("b").add_link("a", "b", rate="100Mbps", delay="10ms", jitter=jitter, queue="1000p")
+    s.add_flow("f", "a", "b", window="1460B", delayed_ack=False)
+    return nb.simulate(s)["flows"][0]
+
+
+SERIALISATION = (1500 + 40) * 8 / 100e6  # a segment and its ACK at 100 Mb/s
+
+
+def test_jitter_spreads_the_delay_within_its_bounds():
+    f = one_segment_at_a_time()
+    # each round trip is 20 ms + the sum of two uniform draws on ±2 ms: never
+    # below 16 ms, below 17 ms once in 32 samples, on average 20 ms (1,500
+    # samples: the mean's standard error is 0.04 ms)
+    assert f["rtt_min_s"] >= 0.016 + SERIALISATION - 1e-6
+    assert f["rtt_min_s"] < 0.017
+    assert f["rtt_mean_s"] == pytest.approx(0.020 + SERIALISATION, abs=0.2e-3)
+    still = one_segment_at_a_time(jitter="0ms")
+    assert still["rtt_min_s"] == pytest.approx(0.020 + SERIALISATION, abs=1e-6)
+
+
+def test_jitter_never_reorders():
+    # a full window over 10 ms ± 2 ms: packets 0.12 ms apart, far closer
+    # than the delay's 4 ms span, would overtake each other if the draws
+    # were applied as they fall, and the receiver's duplicate ACKs would
+    # bring fast retransmissions; held in order, nothing is retransmitted
+    s = nb.Scenario(name="j", duration="10s")
+    s.add_host("a").add_host("b").add_link("a", "b", rate="100Mbps", delay="10ms", jitter="2ms", queue="1000p")
+    s.add_flow("f", "a", "b", window="200KB")
+    f = nb.simulate(s)["flows"][0]
+    assert f["goodput_bps"] > 50e6
+    assert f["retransmits"] == 0 and f["fast_retransmits"] == 0 and f["duplicates_received"] == 0
+
+
+def test_jitter_is_drawn_from_the_seed():
+    assert one_segment_at_a_time(seed=1) == one_segment_at_a_time(seed=1)
+    assert one_segment_at_a_time(seed=1)["rtt_mean_s"] != one_segment_at_a_time(seed=2)["rtt_mean_s"]
+
+
+@pytest.mark.parametrize("link, says", [
+    ({"jitter": "2ms"}, r"links\[0\]\.jitter: 2ms is more than the delay \(1ms\)"),
+    ({"jitter": "500us", "ba": {"delay": "100us"}}, r"links\[0\]\.ba\.jitter: 500us is more than the delay \(100us\)"),
+])
+def test_jitter_beyond_the_delay_is_named(link, says):
+    with pytest.raises(ScenarioError, match=says):
+        resolve(one_link(**link))
 
 
 @pytest.mark.parametrize("link, says", [

@@ -16,6 +16,7 @@ from . import _sim, footprint
 from .controllers import canonical
 from .errors import ScenarioError
 from .overrides import element_names
+from .units import exact_time
 from .schema import (MPTCP_FIELDS, SCTP_OPTION_FIELDS, TCP_FIELDS, Direction, Flow, Link, Scenario, SctpOptions,
                      TcpOptions)
 
@@ -159,6 +160,7 @@ def _pair(where: str, a: list[int], b: list[int], a_name: str, b_name: str) -> l
 def _direction(link: Link, over: Direction | None) -> dict[str, Any]:
     rate = over.rate if over and over.rate is not None else link.rate
     delay = over.delay if over and over.delay is not None else link.delay
+    jitter = over.jitter if over and over.jitter is not None else link.jitter
     queue = over.queue if over and over.queue is not None else link.queue
     loss = over.loss if over and over.loss is not None else link.loss
     red = over.red if over and over.red is not None else link.red
@@ -170,6 +172,7 @@ def _direction(link: Link, over: Direction | None) -> dict[str, Any]:
         "rate_bps": rate,
         "framing_bytes": framing,
         "delay_ns": delay,
+        "jitter_ns": jitter,
         "queue": {"packets": limit if kind == "packets" else None, "bytes": limit if kind == "bytes" else None,
                   "red": red.model_dump() if red is not None else None},
         "loss": loss.model_dump(),
@@ -451,6 +454,12 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
                             "rate instead); remove it or use --backend sim")
         if backend == "emu" and (ab["down"] or ba["down"]):
             problems.append(f"links[{i}].down: outages run on sim only for now; remove them or use --backend sim")
+        for d, over, side in ((ab, link.ab, "ab"), (ba, link.ba, "ba")):
+            if d["jitter_ns"] > d["delay_ns"]:
+                own = over is not None and (over.jitter is not None or over.delay is not None)
+                problems.append(f"links[{i}].{side + '.' if own else ''}jitter: {exact_time(d['jitter_ns'])} is more "
+                                f"than the delay ({exact_time(d['delay_ns'])}); each packet's delay varies within "
+                                "±jitter, so jitter must not exceed the delay")
         for a, b in pairs:
             if a == b:
                 problems.append(f"links[{i}]: links '{nodes[a]['name']}' to itself")

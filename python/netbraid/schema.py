@@ -266,6 +266,7 @@ class Direction(Strict):
     framing: Optional[Framing] = None
     down: Optional[list[Outage]] = None
     delay: Optional[Time] = None
+    jitter: Optional[Time] = None
     queue: Optional[QueueLimit] = None
     loss: Optional[Loss] = None
     red: Optional[RedOptions] = None
@@ -290,6 +291,10 @@ class Link(Strict):
     #: Outages, e.g. [{start = "20s", stop = "40s"}]: a cut cable (sim only).
     down: list[Outage] = []
     delay: Time = 0
+    #: Each packet arrives within ±jitter of `delay` (uniformly), never
+    #: before the packet ahead of it: delay variation without reordering, as
+    #: netem's jitter when it keeps order. At most the delay.
+    jitter: Time = 0
     queue: QueueLimit = ("packets", 100)
     loss: Loss = NoLoss(model="none")
     red: Optional[RedOptions] = None

@@ -113,6 +113,9 @@ pub struct DirectionSpec {
     #[serde(default)]
     pub down: Vec<(u64, u64)>,
     pub delay_ns: u64,
+    /// Delivery within ±jitter of the delay, never reordering (0: none).
+    #[serde(default)]
+    pub jitter_ns: u64,
     pub queue: QueueSpec,
     pub loss: LossSpec,
 }

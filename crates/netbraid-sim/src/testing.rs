@@ -309,6 +309,7 @@ pub fn direction(rate_bps: u64, delay_ns: u64, packets: u32) -> DirectionSpec {
         framing_bytes: 0,
         down: vec![],
         delay_ns,
+        jitter_ns: 0,
         queue: QueueSpec {
             packets: Some(packets),
             bytes: None,

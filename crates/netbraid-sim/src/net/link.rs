@@ -26,13 +26,20 @@
 //! At one instant, the link's own departures come before anything else: a
 //! packet offered at the very nanosecond the transmitter finishes finds it
 //! free, and a snapshot at that instant counts the departure.
+//!
+//! A link with `jitter` J delivers each packet a uniform draw within ±J of
+//! its delay after its departure, never before the packet ahead of it (the
+//! user-space emulator's jitter, netem's without reordering). The wire then
+//! takes `delay − J` (so a departure is still its arrival less the wire's
+//! delay) and a `JitterLine` at the far end holds each packet for a draw in
+//! [0, 2J): one more event per packet, on such links only.
 
 use super::loss::LossProcess;
 use super::queue::DropTailQueue;
 use super::red::{Red, RedVerdict};
 use super::{ChannelId, IfaceId, NodeId};
 use crate::engine::time::serialisation_time;
-use crate::engine::{EventKey, Time};
+use crate::engine::{EventKey, RandomStream, Time};
 use crate::ids::PacketRef;
 use std::collections::VecDeque;
 
@@ -139,6 +146,46 @@ pub struct Channel {
     pub rate_bps: u64,
     /// "a->b" style name for reports.
     pub name: String,
+    /// Delivery-time jitter, if any (then `delay` is the wire's, the
+    /// nominal delay less the jitter).
+    pub jitter: Option<Box<JitterLine>>,
+}
+
+/// The far end of a link with jitter: packets off the wire wait a uniform
+/// draw in [0, 2·jitter), in order.
+pub struct JitterLine {
+    pub jitter: Time,
+    rng: RandomStream,
+    /// Release time of the last packet taken in (none may leave before it).
+    last: Time,
+    held: VecDeque<(Time, PacketRef)>,
+}
+
+impl JitterLine {
+    pub fn new(jitter: Time, rng: RandomStream) -> Self {
+        Self {
+            jitter,
+            rng,
+            last: 0,
+            held: VecDeque::new(),
+        }
+    }
+
+    /// Take in a packet off the wire at `now`; its release time when it is
+    /// the only packet held (the event to schedule; the others follow it).
+    pub fn hold(&mut self, now: Time, packet: PacketRef) -> Option<Time> {
+        let wait = (self.rng.uniform() * (2 * self.jitter) as f64) as Time;
+        let at = now.saturating_add(wait).max(self.last);
+        self.last = at;
+        self.held.push_back((at, packet));
+        (self.held.len() == 1).then_some(at)
+    }
+
+    /// The first packet held reached the far end: it, and the next release.
+    pub fn release(&mut self) -> (PacketRef, Option<Time>) {
+        let (_, packet) = self.held.pop_front().expect("a release without a packet held");
+        (packet, self.held.front().map(|&(at, _)| at))
+    }
 }
 
 /// What happened to a packet offered to a channel.
@@ -296,6 +343,11 @@ impl Channel {
         p.arrival.time() - self.delay
     }
 
+    /// The delay the link was given (the wire's plus the jitter's mean).
+    pub fn nominal_delay(&self) -> Time {
+        self.delay + self.jitter.as_ref().map_or(0, |j| j.jitter)
+    }
+
     /// The counters as of `now`: packets that have not finished
     /// serialisation yet are taken back out.
     pub fn counters_at(&self, now: Time) -> ChannelCounters {
@@ -325,5 +377,60 @@ mod tests {
         assert_eq!(std::mem::offset_of!(Channel, counters), 128);
         assert!(std::mem::offset_of!(Channel, to) < 192);
         assert_eq!(std::mem::offset_of!(Channel, framing_bytes), 192);
+        assert!(std::mem::offset_of!(Channel, jitter) < 256);
+    }
+
+    fn line(jitter: Time) -> JitterLine {
+        JitterLine::new(jitter, RandomStream::new(1, "test"))
+    }
+
+    #[test]
+    fn a_jitter_line_holds_each_packet_a_uniform_draw_below_twice_the_jitter() {
+        // packets 10 ms apart, far more than the 2 ms span: independent
+        // draws, uniform on [0, 2 ms): mean 1 ms, a tenth of them in each
+        // tenth of the span
+        let mut l = line(1_000_000);
+        let n = 20_000u64;
+        let mut waits = Vec::new();
+        for k in 0..n {
+            let now = k * 10_000_000;
+            let at = l.hold(now, PacketRef(k as u32)).expect("alone in the line");
+            let (p, next) = l.release();
+            assert_eq!((p, next), (PacketRef(k as u32), None));
+            assert!((now..now + 2_000_000).contains(&at));
+            waits.push(at - now);
+        }
+        let mean = waits.iter().sum::<u64>() as f64 / n as f64;
+        // the mean of n uniform draws: 1 ms ± 4.5 standard errors (0.577 ms / √n)
+        assert!((mean - 1e6).abs() < 4.5 * 577_350.0 / (n as f64).sqrt(), "{mean}");
+        let mut tenths = [0u64; 10];
+        for w in &waits {
+            tenths[(*w / 200_000) as usize] += 1;
+        }
+        assert!(tenths.iter().all(|&c| c.abs_diff(n / 10) < 300), "{tenths:?}");
+    }
+
+    #[test]
+    fn a_jitter_line_keeps_packets_in_order() {
+        // packets 10 µs apart through ±1 ms: most draws would overtake; none
+        // leaves before the one ahead, and none later than its own latest
+        // (now + 2 ms) or the one ahead's release
+        let mut l = line(1_000_000);
+        let mut releases = Vec::new();
+        let mut ahead = 0;
+        for k in 0..1000u64 {
+            let now = k * 10_000;
+            if let Some(at) = l.hold(now, PacketRef(k as u32)) {
+                releases.push(at);
+            }
+            let at = l.held.back().unwrap().0;
+            assert!(at >= ahead && at >= now && (at < now + 2_000_000 || at == ahead));
+            ahead = at;
+        }
+        for k in 0..1000u32 {
+            let (p, _) = l.release();
+            assert_eq!(p, PacketRef(k));
+        }
+        assert!(!releases.is_empty());
     }
 }

@@ -206,6 +206,7 @@ fn rate_server(c: &Config, seed: u64) -> Channel {
         counters: ChannelCounters::default(),
         ser_sizes: [u32::MAX; 4],
         ser_times: [0; 4],
+        jitter: None,
     }
 }
 

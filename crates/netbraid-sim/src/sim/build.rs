@@ -11,7 +11,7 @@ use crate::engine::time::serialisation_time;
 use crate::engine::{EventQueue, RandomStream, Time};
 use crate::error::SimError;
 use crate::ids::{EndpointId, FlowId};
-use crate::net::link::{Channel, ChannelCounters};
+use crate::net::link::{Channel, ChannelCounters, JitterLine};
 use crate::net::loss::{LossModel, LossProcess};
 use crate::net::packet::PacketPool;
 use crate::net::queue::{DropTailQueue, QueueLimit};
@@ -70,6 +70,16 @@ pub fn check_rate(field: &str, rate_bps: u64) -> Result<(), SimError> {
 fn check_direction(field: &str, d: &DirectionSpec) -> Result<QueueLimit, SimError> {
     check_rate(&format!("{field}.rate"), d.rate_bps)?;
     check_time(&format!("{field}.delay"), d.delay_ns)?;
+    if d.jitter_ns > d.delay_ns {
+        return Err(SimError::invalid(
+            format!("{field}.jitter"),
+            format!(
+                "{} ms is more than the delay ({} ms): the delay varies within ±jitter, so jitter must not exceed it",
+                d.jitter_ns as f64 / 1e6,
+                d.delay_ns as f64 / 1e6
+            ),
+        ));
+    }
     for (k, &(from, until)) in d.down.iter().enumerate() {
         check_time(&format!("{field}.down[{k}]"), until)?;
         if from >= until {
@@ -170,6 +180,7 @@ impl Simulation {
         }
         let captures = build_captures(scn, net.channels.len())?;
         let mark_links = net.routes.splits_flows();
+        let jitter = net.channels.iter().any(|c| c.jitter.is_some());
         Ok(Self {
             name: scn.name.clone(),
             seed: scn.seed,
@@ -184,6 +195,7 @@ impl Simulation {
             flows,
             tracks,
             mark_links,
+            jitter,
             outbox: Vec::with_capacity(64),
             duration: scn.duration_ns,
             measure: scn.measure.clone(),
@@ -238,7 +250,8 @@ fn build_network(scn: &Scenario) -> Result<Network, SimError> {
                 to_iface: id.to_iface(),
                 rate_bps: spec.rate_bps,
                 framing_bytes: spec.framing_bytes,
-                delay: spec.delay_ns,
+                // the wire's delay; the jitter line adds [0, 2·jitter)
+                delay: spec.delay_ns - spec.jitter_ns,
                 queue: DropTailQueue::new(limit),
                 red: spec.queue.red.map(|p| {
                     let stream = RandomStream::new(scn.seed, &format!("red:{}->{}#{l}", name_of(from), name_of(to)));
@@ -252,6 +265,10 @@ fn build_network(scn: &Scenario) -> Result<Network, SimError> {
                 counters: ChannelCounters::default(),
                 ser_sizes: [u32::MAX; 4],
                 ser_times: [0; 4],
+                jitter: (spec.jitter_ns > 0).then(|| {
+                    let stream = RandomStream::new(scn.seed, &format!("jitter:{}->{}#{l}", name_of(from), name_of(to)));
+                    Box::new(JitterLine::new(spec.jitter_ns, stream))
+                }),
             });
         }
     }

@@ -31,6 +31,8 @@ enum Event {
     /// The first packet in a channel reached its far end (or, lost, would
     /// have): the only event a packet-hop costs (`net::link`).
     Arrive(ChannelId),
+    /// The first packet held by a channel's jitter line reaches the far end.
+    Release(ChannelId),
     /// An endpoint asked to be woken (timers).
     Wake(EndpointId),
     /// A flow's application starts.
@@ -158,6 +160,8 @@ pub struct Simulation {
     /// links a matter of chance; otherwise they follow from the tables and,
     /// for ECMP, the five-tuple (`Simulation::links_of`) at no cost per hop.
     mark_links: bool,
+    /// Some channel has delivery jitter (so arrivals must ask which).
+    jitter: bool,
     outbox: crate::endpoint::Outbox,
     duration: Time,
     measure: MeasureSpec,
@@ -255,6 +259,7 @@ impl Simulation {
     fn handle(&mut self, now: Time, ev: Event) {
         match ev {
             Event::Arrive(ch) => self.on_arrive(now, ch),
+            Event::Release(ch) => self.release(now, ch),
             Event::Wake(ep) => {
                 let slot = &mut self.endpoints[ep.idx()];
                 if slot.wake_at == Some(now) {
@@ -394,6 +399,39 @@ impl Simulation {
             }
             return self.pool.free(p);
         }
+        if self.jitter && self.channels[ch.idx()].jitter.is_some() {
+            return self.hold(now, ch, p);
+        }
+        self.reach(now, node, p);
+    }
+
+    /// A packet off the wire of a link with jitter waits in its jitter line.
+    #[cold]
+    #[inline(never)]
+    fn hold(&mut self, now: Time, ch: ChannelId, p: PacketRef) {
+        let line = self.channels[ch.idx()].jitter.as_mut().expect("a link with jitter");
+        if let Some(at) = line.hold(now, p) {
+            self.events.schedule(at, Event::Release(ch));
+        }
+    }
+
+    /// The first packet in a link's jitter line reaches the far end.
+    #[cold]
+    #[inline(never)]
+    fn release(&mut self, now: Time, ch: ChannelId) {
+        let c = &mut self.channels[ch.idx()];
+        let node = c.to;
+        let (p, next) = c.jitter.as_mut().expect("a release on a link with jitter").release();
+        if let Some(at) = next {
+            self.events.schedule(at, Event::Release(ch));
+        }
+        self.reach(now, node, p);
+    }
+
+    /// A packet reached `node` (the far end of a link): deliver it there or
+    /// forward it.
+    #[inline(always)]
+    fn reach(&mut self, now: Time, node: NodeId, p: PacketRef) {
         let pkt = self.pool.get(p);
         if self.iface_node[pkt.dst.idx()] == node {
             return self.deliver(now, p);

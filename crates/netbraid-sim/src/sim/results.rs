@@ -429,7 +429,7 @@ impl Simulation {
                     from: self.node_names[c.from.idx()].clone(),
                     to: self.node_names[c.to.idx()].clone(),
                     rate_bps: c.rate_bps,
-                    delay_s: as_secs_f64(c.delay),
+                    delay_s: as_secs_f64(c.nominal_delay()),
                     tx_packets: k.tx_packets,
                     tx_bytes: k.tx_bytes,
                     queue_drops: k.queue_drops,
