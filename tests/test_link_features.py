@@ -81,7 +81,9 @@ def test_jitter_is_drawn_from_the_seed():
 
 @pytest.mark.parametrize("link, says", [
     ({"jitter": "2ms"}, r"links\[0\]\.jitter: 2ms is more than the delay \(1ms\)"),
-    ({"jitter": "500us", "ba": {"delay": "100us"}}, r"links\[0\]\.ba\.jitter: 500us is more than the delay \(100us\)"),
+    ({"ab": {"jitter": "2ms"}}, r"links\[0\]\.ab\.jitter: 2ms is more than the delay \(1ms\)"),
+    ({"jitter": "500us", "ba": {"delay": "100us"}},
+     r"links\[0\]\.jitter: 500us is more than links\[0\]\.ba\.delay \(100us\)"),
 ])
 def test_jitter_beyond_the_delay_is_named(link, says):
     with pytest.raises(ScenarioError, match=says):

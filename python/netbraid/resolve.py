@@ -456,10 +456,12 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
             problems.append(f"links[{i}].down: outages run on sim only for now; remove them or use --backend sim")
         for d, over, side in ((ab, link.ab, "ab"), (ba, link.ba, "ba")):
             if d["jitter_ns"] > d["delay_ns"]:
-                own = over is not None and (over.jitter is not None or over.delay is not None)
-                problems.append(f"links[{i}].{side + '.' if own else ''}jitter: {exact_time(d['jitter_ns'])} is more "
-                                f"than the delay ({exact_time(d['delay_ns'])}); each packet's delay varies within "
-                                "±jitter, so jitter must not exceed the delay")
+                # name the settings the user wrote: the link's or the direction's
+                jitter = f"links[{i}].{side}.jitter" if over and over.jitter is not None else f"links[{i}].jitter"
+                delay = f"links[{i}].{side}.delay" if over and over.delay is not None else "the delay"
+                problems.append(f"{jitter}: {exact_time(d['jitter_ns'])} is more than {delay} "
+                                f"({exact_time(d['delay_ns'])}); each packet's delay varies within ±jitter, so "
+                                "jitter must not exceed the delay")
         for a, b in pairs:
             if a == b:
                 problems.append(f"links[{i}]: links '{nodes[a]['name']}' to itself")

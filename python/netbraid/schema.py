@@ -839,7 +839,8 @@ class Scenario(Strict):
         names = element_names([{"name": l.name, "a": l.a, "b": l.b} for l in self.links])
         nodes = [[h.name, "host", h.count or ""] for h in self.hosts] + \
                 [[r.name, "router", ""] for r in self.routers]
-        links = [[n, l.a, l.b, format_rate(l.rate), format_time(l.delay),
+        links = [[n, l.a, l.b, format_rate(l.rate),
+                  format_time(l.delay) + (f" ± {format_time(l.jitter)}" if l.jitter else ""),
                   f"{l.queue[1]} packets" if l.queue[0] == "packets" else f"{l.queue[1]} B",
                   "" if l.loss.model == "none" else l.loss.model] for n, l in zip(names, self.links)]
         flows = [[f.name, f.kind, f.src, f.dst, f.cc or "", format_rate(f.rate) if getattr(f, "rate", None) else ""]

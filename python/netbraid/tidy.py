@@ -85,7 +85,7 @@ def series_rows(result: dict[str, Any], context: dict[str, Any]) -> list[dict[st
 
 
 #: Per run × link direction.
-LINK_METRICS = ["rate_bps", "delay_s", "tx_packets", "tx_bytes", "queue_drops", "loss_drops", "utilisation"]
+LINK_METRICS = ["rate_bps", "delay_s", "jitter_s", "tx_packets", "tx_bytes", "queue_drops", "loss_drops", "utilisation"]
 
 
 def link_rows(result: dict[str, Any], context: dict[str, Any]) -> list[dict[str, Any]]:

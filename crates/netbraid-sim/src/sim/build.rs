@@ -56,6 +56,16 @@ pub fn check_time(field: &str, t: u64) -> Result<(), SimError> {
     Ok(())
 }
 
+/// A time as a scenario file would give it: "20ms", "150us", "7ns".
+fn show_time(ns: u64) -> String {
+    match ns {
+        0 => "0".into(),
+        _ if ns % 1_000_000 == 0 => format!("{}ms", ns / 1_000_000),
+        _ if ns % 1_000 == 0 => format!("{}us", ns / 1_000),
+        _ => format!("{ns}ns"),
+    }
+}
+
 /// A rate anywhere in a scenario (bit/s): 1 bit/s to `MAX_RATE_BPS`.
 pub fn check_rate(field: &str, rate_bps: u64) -> Result<(), SimError> {
     if rate_bps == 0 || rate_bps > MAX_RATE_BPS {
@@ -74,9 +84,9 @@ fn check_direction(field: &str, d: &DirectionSpec) -> Result<QueueLimit, SimErro
         return Err(SimError::invalid(
             format!("{field}.jitter"),
             format!(
-                "{} ms is more than the delay ({} ms): the delay varies within ±jitter, so jitter must not exceed it",
-                d.jitter_ns as f64 / 1e6,
-                d.delay_ns as f64 / 1e6
+                "{} is more than the delay ({}): the delay varies within ±jitter, so jitter must not exceed it",
+                show_time(d.jitter_ns),
+                show_time(d.delay_ns)
             ),
         ));
     }

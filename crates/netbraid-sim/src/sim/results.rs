@@ -158,6 +158,8 @@ pub struct LinkResult {
     pub to: String,
     pub rate_bps: u64,
     pub delay_s: f64,
+    /// The delay varies within ±this (0: fixed).
+    pub jitter_s: f64,
     pub tx_packets: u64,
     pub tx_bytes: u64,
     pub queue_drops: u64,
@@ -430,6 +432,7 @@ impl Simulation {
                     to: self.node_names[c.to.idx()].clone(),
                     rate_bps: c.rate_bps,
                     delay_s: as_secs_f64(c.nominal_delay()),
+                    jitter_s: as_secs_f64(c.jitter.as_ref().map_or(0, |j| j.jitter)),
                     tx_packets: k.tx_packets,
                     tx_bytes: k.tx_bytes,
                     queue_drops: k.queue_drops,

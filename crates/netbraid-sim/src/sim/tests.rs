@@ -330,6 +330,52 @@ fn wire_losses_count_for_the_flow_when_the_link_counts_them() {
     }
 }
 
+/// Packets held by a link's jitter line when the run ends are in flight:
+/// conservation holds with lossy, jittered links whose lines are full at the
+/// end (a TCP flow mid-transfer, its data and ACKs both delayed ±5 ms), and
+/// the link reports the delay and jitter it was given.
+#[test]
+fn conservation_with_packets_held_by_jitter_at_the_end() {
+    let mut scn = scenario(
+        &[("a", false), ("b", false)],
+        &[(0, 1)],
+        vec![flow("t", 0, 1, tcp())],
+        2_345_678_901,
+    );
+    let link = &mut scn.links[0];
+    for d in [&mut link.ab, &mut link.ba] {
+        d.delay_ns = 20 * MILLISECOND;
+        d.jitter_ns = 5 * MILLISECOND;
+    }
+    scn.links[0].ab.loss = LossSpec::Bernoulli { p: 0.01 };
+    let r = Simulation::new(&scn).unwrap().run().unwrap();
+    let a = r.flows[0].accounting;
+    assert!(
+        a.in_flight_bytes > 0 && a.dropped_bytes > 0,
+        "the case must end mid-flight and lose packets"
+    );
+    assert_eq!(a.sent_bytes, a.delivered_bytes + a.dropped_bytes + a.in_flight_bytes);
+    let link = r.links.iter().find(|l| l.name == "a->b").unwrap();
+    assert_eq!((link.delay_s, link.jitter_s), (0.020, 0.005));
+}
+
+/// Jitter above the delay is refused, naming the field and both values.
+#[test]
+fn jitter_above_the_delay_is_refused() {
+    let mut scn = scenario(
+        &[("a", false), ("b", false)],
+        &[(0, 1)],
+        vec![flow("t", 0, 1, tcp())],
+        SECOND,
+    );
+    scn.links[0].ba.jitter_ns = 1_500_000;
+    let err = Simulation::new(&scn).err().expect("refused").to_string();
+    assert!(
+        err.contains("links[0].ba.jitter") && err.contains("1500us is more than the delay (1ms)"),
+        "{err}"
+    );
+}
+
 /// Built-in kinds use one path; asking for two is a clear error.
 #[test]
 fn single_path_kinds_refuse_several_paths() {
