@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import signal
 import subprocess
 import sys
@@ -76,27 +77,39 @@ def on_sim(cell: str, seed: int, duration: float, tmp: Path, sack_compression: i
     return tally(rows, duration / 4, flow_of_port(names, 10000)), names
 
 
-def on_emu(cell: str, seed: int, duration: float, tmp: Path) -> tuple[dict, list[str]]:
+@contextlib.contextmanager
+def capturing(pcaps: dict[int, Path], bpf: str = "tcp"):
+    """While an emu run is inside the block, tcpdump (Debian `tcpdump`) in
+    its hosts' namespaces (host index → pcap file), from when they are
+    built, before the flows start, to the run's end."""
     from netbraid.emu import topology
-    from netbraid.emu.traffic import IPERF_PORT
 
-    pcap, procs = tmp / "emu.pcap", []
-    build = topology.Topology.build
+    procs, build = [], topology.Topology.build
 
     def build_and_capture(self, *a, **k):  # the namespaces exist once built
         build(self, *a, **k)
-        procs.append(subprocess.Popen(["ip", "netns", "exec", self.ns[1], "tcpdump", "-i", "any", "-s", "128",
-                                       "-w", str(pcap), "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        for host, pcap in pcaps.items():
+            procs.append(subprocess.Popen(["ip", "netns", "exec", self.ns[host], "tcpdump", "-i", "any", "-s",
+                                           "128", "-w", str(pcap), bpf],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         time.sleep(0.5)  # tcpdump listening before the flows start
 
     topology.Topology.build = build_and_capture
     try:
-        r = nb.simulate(fidelity.scenario(cell, duration), seed=seed, backend="emu")
+        yield
     finally:
         topology.Topology.build = build
         for p in procs:
             p.send_signal(signal.SIGINT)  # tcpdump flushes and closes the file
             p.wait()
+
+
+def on_emu(cell: str, seed: int, duration: float, tmp: Path) -> tuple[dict, list[str]]:
+    from netbraid.emu.traffic import IPERF_PORT
+
+    pcap = tmp / "emu.pcap"
+    with capturing({1: pcap}):
+        r = nb.simulate(fidelity.scenario(cell, duration), seed=seed, backend="emu")
     names = [f["name"] for f in r["flows"]]
     # Flow i's server listens on IPERF_PORT + i (a data segment's
     # destination port, an ACK's source port: swapped to tally's order).

@@ -343,9 +343,14 @@ impl Channel {
         p.arrival.time() - self.delay
     }
 
+    /// The jitter the link was given (0: none).
+    pub fn jitter(&self) -> Time {
+        self.jitter.as_ref().map_or(0, |j| j.jitter)
+    }
+
     /// The delay the link was given (the wire's plus the jitter's mean).
     pub fn nominal_delay(&self) -> Time {
-        self.delay + self.jitter.as_ref().map_or(0, |j| j.jitter)
+        self.delay + self.jitter()
     }
 
     /// The counters as of `now`: packets that have not finished

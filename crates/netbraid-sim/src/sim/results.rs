@@ -432,7 +432,7 @@ impl Simulation {
                     to: self.node_names[c.to.idx()].clone(),
                     rate_bps: c.rate_bps,
                     delay_s: as_secs_f64(c.nominal_delay()),
-                    jitter_s: as_secs_f64(c.jitter.as_ref().map_or(0, |j| j.jitter)),
+                    jitter_s: as_secs_f64(c.jitter()),
                     tx_packets: k.tx_packets,
                     tx_bytes: k.tx_bytes,
                     queue_drops: k.queue_drops,

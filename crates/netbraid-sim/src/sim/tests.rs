@@ -330,18 +330,23 @@ fn wire_losses_count_for_the_flow_when_the_link_counts_them() {
     }
 }
 
+/// One TCP flow a → b over one link (10 Mb/s, 1 ms each way).
+fn tcp_over_one_link(duration: Time) -> Scenario {
+    scenario(
+        &[("a", false), ("b", false)],
+        &[(0, 1)],
+        vec![flow("t", 0, 1, tcp())],
+        duration,
+    )
+}
+
 /// Packets held by a link's jitter line when the run ends are in flight:
 /// conservation holds with lossy, jittered links whose lines are full at the
 /// end (a TCP flow mid-transfer, its data and ACKs both delayed ±5 ms), and
 /// the link reports the delay and jitter it was given.
 #[test]
 fn conservation_with_packets_held_by_jitter_at_the_end() {
-    let mut scn = scenario(
-        &[("a", false), ("b", false)],
-        &[(0, 1)],
-        vec![flow("t", 0, 1, tcp())],
-        2_345_678_901,
-    );
+    let mut scn = tcp_over_one_link(2_345_678_901);
     let link = &mut scn.links[0];
     for d in [&mut link.ab, &mut link.ba] {
         d.delay_ns = 20 * MILLISECOND;
@@ -362,12 +367,7 @@ fn conservation_with_packets_held_by_jitter_at_the_end() {
 /// Jitter above the delay is refused, naming the field and both values.
 #[test]
 fn jitter_above_the_delay_is_refused() {
-    let mut scn = scenario(
-        &[("a", false), ("b", false)],
-        &[(0, 1)],
-        vec![flow("t", 0, 1, tcp())],
-        SECOND,
-    );
+    let mut scn = tcp_over_one_link(SECOND);
     scn.links[0].ba.jitter_ns = 1_500_000;
     let err = Simulation::new(&scn).err().expect("refused").to_string();
     assert!(
