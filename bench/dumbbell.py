@@ -48,7 +48,7 @@ make: Debian package build-essential; about a minute on 2 cores).
     python bench/dumbbell.py --case 10 --reps 5    # only N=10
     python bench/dumbbell.py --case 1000           # the scale case (1000 flows, 10 Gb/s, 60 s)
     python bench/dumbbell.py --binary base=/tmp/base/netbraid-sim \\
-        --binary new=target/release/netbraid-sim --json out.json
+        --binary new=target/sim/netbraid-sim --json out.json
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """The `netbraid-sim` binary the benchmarks run, built when needed.
 
-It is the release build, profile-guided (pgo/README.md) and statically
+It is the `sim` profile's build (Cargo.toml: the release build without
+unwinding), profile-guided (pgo/README.md) and statically
 linked against the C library (`-Ctarget-feature=+crt-static`, Rust's
 explicit `--target` build for this host). Linked statically, the process
 maps only the parts of libc and libm it calls: its peak resident set is
-about 1.2 MiB smaller than the dynamically linked `target/release/netbraid-sim`
+about 1.2 MiB smaller than the dynamically linked `target/sim/netbraid-sim`
 (whose resident set is mostly shared-library pages: bench/RESULTS.md,
 2026-11-29 evening), at the same speed and with identical results. The
 explicit target gives the simulator other symbol names, so scripts/pgo
@@ -38,10 +39,10 @@ def sim_binary() -> Path:
     env = dict(os.environ)
     env["RUSTFLAGS"] = (env.get("RUSTFLAGS", "") + " -Ctarget-feature=+crt-static").strip()
     build = subprocess.run(
-        ["cargo", "build", "--quiet", "--release", "-p", "netbraid-sim", "--bin", "netbraid-sim", "--target", host],
+        ["cargo", "build", "--quiet", "--profile", "sim", "-p", "netbraid-sim", "--bin", "netbraid-sim", "--target", host],
         cwd=ROOT, env=env, capture_output=True, text=True)
     if build.returncode != 0:
         sys.exit(f"building the statically linked netbraid-sim failed (it needs the C library's static "
                  f"archives: Debian package libc6-dev):\n{build.stderr[-3000:]}")
     target_dir = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target")
-    return (ROOT / target_dir) / host / "release" / "netbraid-sim"
+    return (ROOT / target_dir) / host / "sim" / "netbraid-sim"

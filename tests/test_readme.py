@@ -41,8 +41,8 @@ def scratch(tmp_path_factory):
 
 @pytest.mark.parametrize("command", [c for c in COMMANDS if not c.startswith("netbraid paper")])
 def test_a_readme_command_runs_as_printed(command, scratch):
-    if command.startswith("target/release/netbraid-sim") and not (ROOT / "target/release/netbraid-sim").exists():
-        pytest.fail("target/release/netbraid-sim is not built: cargo build --release -p netbraid-sim (scripts/test does)")
+    if command.startswith("target/sim/netbraid-sim") and not (ROOT / "target/sim/netbraid-sim").exists():
+        pytest.fail("target/sim/netbraid-sim is not built: cargo build --profile sim -p netbraid-sim (scripts/test does)")
     # in the README's order: later lines read what earlier ones wrote (db.json, results/sweep)
     r = subprocess.run(shlex.split(command), cwd=scratch, capture_output=True, text=True, timeout=900,
                        env={**os.environ, "COLUMNS": "100"})
