@@ -9,8 +9,10 @@ agree with each other: 5 × 20 s. Where each side comes from
 15|20 --out <file> --cells <the cells>`, resumable; `--no-emu` for the
 simulator's file):
 
-- the simulator, every cell: fidelity_grid_sim_2026-11-29.csv (the model
-  of this commit; re-made whenever the model changes);
+- the simulator, every cell: fidelity_grid_sim_2026-12-06_probertt.csv
+  (the model of this commit; re-made whenever the model changes: the BBR
+  rows were re-made for its min-RTT rule, the others are those of
+  fidelity_grid_sim_2026-12-06_sackrtt.csv, which that rule cannot move);
 - the kernel, CUBIC and Reno: fidelity_grid_default_cc_2026-11-27.csv and
   fidelity_50ms_5x20_default_cc_2026-11-27.csv, taken after emu's hosts
   stopped pacing every socket (docs/emu.md);
@@ -31,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fidelity  # noqa: E402
 
 RESULTS = fidelity.ROOT / "bench" / "results"
-SIM = RESULTS / "fidelity_grid_sim_2026-12-06_sackrtt.csv"
+SIM = RESULTS / "fidelity_grid_sim_2026-12-06_probertt.csv"
 KERNEL = RESULTS / "fidelity_grid_default_cc_2026-11-27.csv"
 KERNEL_LONG = RESULTS / "fidelity_50ms_5x20_default_cc_2026-11-27.csv"
 KERNEL_BBR = RESULTS / "fidelity_grid_2026-11-27.csv"

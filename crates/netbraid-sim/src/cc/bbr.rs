@@ -545,7 +545,13 @@ impl Bbr {
         // (the window runs from the first sample: Linux stamps it when the connection starts)
         let expired = self.min_rtt.is_some() && ev.now > self.min_rtt_stamp + self.min_rtt_window;
         if let Some(rtt) = ev.rtt {
-            if self.min_rtt.is_none_or(|m| rtt <= m) || expired {
+            // Only a smaller RTT restarts the window, not an equal one: Linux
+            // since 5.10 ("tcp: only postpone PROBE_RTT if RTT is < current
+            // min_rtt estimate"). With `<=`, a flow whose queue drains saw
+            // its base RTT again and again to the nanosecond here and never
+            // probed, where the kernel probes every 10 s: single BBR flows
+            // ran 1–3 % above this kernel (bench/RESULTS.md, 2026-12-06).
+            if self.min_rtt.is_none_or(|m| rtt < m) || expired {
                 self.min_rtt = Some(rtt);
                 self.min_rtt_stamp = ev.now;
             }
@@ -773,6 +779,33 @@ mod tests {
         b.on_rate_sample(&ev);
         assert_eq!(b.mode, Mode::Startup);
         assert!(b.cwnd >= 10_000, "{}", b.cwnd);
+    }
+
+    /// An RTT equal to the minimum does not postpone PROBE_RTT (Linux's
+    /// tcp_bbr.c since 5.10); only a smaller one does.
+    #[test]
+    fn only_a_smaller_rtt_postpones_probe_rtt() {
+        let at = |now: Time, rtt_ms: u64| RateEvent {
+            now,
+            sample: RateSample::new(10_000, 40 * MILLISECOND, 0, false),
+            delivered: 10_000,
+            acked_sacked: 10_000,
+            in_flight: 50_000,
+            rtt: Some(rtt_ms * MILLISECOND),
+            srtt: Some(rtt_ms * MILLISECOND),
+            ..RateEvent::default()
+        };
+        let mut b = bbr();
+        b.on_rate_sample(&at(SECOND, 40));
+        b.on_rate_sample(&at(6 * SECOND, 40)); // equal: the window still runs from 1 s
+        b.on_rate_sample(&at(11 * SECOND + 1, 41));
+        assert_eq!(b.mode, Mode::ProbeRtt, "10 s after the minimum was first seen");
+
+        let mut b = bbr();
+        b.on_rate_sample(&at(SECOND, 40));
+        b.on_rate_sample(&at(6 * SECOND, 39)); // smaller: the window restarts
+        b.on_rate_sample(&at(11 * SECOND + 1, 41));
+        assert_ne!(b.mode, Mode::ProbeRtt);
     }
 
     /// With no RTT sample, the BDP is Linux's TCP_INIT_CWND (10 segments),
