@@ -82,17 +82,23 @@ impl HyStart {
         let Some(min_rtt) = self.delay_min else {
             return false;
         };
-        if self.found || (cwnd as f64) < self.low_window * mss as f64 {
+        if self.found {
             return false;
         }
-        // A round starts at the first ACK the detector sees, then whenever
-        // the sender's round does (data sent after the last start is acked).
+        // A round starts whenever the sender's does (data sent after the
+        // last start is acked), at any window: Linux since "tcp_cubic: fix
+        // incorrect HyStart round start detection" (6.14, and the stable
+        // kernels from 6.1) marks rounds before it tests the low window, so
+        // a window that reaches it mid-round is timed from the round's start.
         if self.round != Some(ack.round) {
             self.round = Some(ack.round);
             self.round_start = ack.now;
             self.last_ack = ack.now;
             self.curr_rtt = Time::MAX;
             self.samples = 0;
+        }
+        if (cwnd as f64) < self.low_window * mss as f64 {
+            return false;
         }
         if self.ack_train && ack.now - self.last_ack <= self.ack_delta {
             self.last_ack = ack.now;
@@ -205,5 +211,25 @@ mod tests {
         // A gap longer than ack_delta breaks the train: no end.
         let mut h = HyStart::new(16.0, 2 * MILLISECOND, true, false);
         assert!(!(0..30).any(|i| h.on_ack(&ack(SECOND + i * 3 * MILLISECOND, min, min, 3), cwnd, MSS)));
+    }
+
+    /// A round is timed from its start even while the window is below the
+    /// low window (Linux's "tcp_cubic: fix incorrect HyStart round start
+    /// detection"): a window that reaches it 5 ms into a round finds the
+    /// train's last ACK 5 ms back, more than ack_delta, so that round's
+    /// train is broken; the next round's train ends slow start as usual.
+    #[test]
+    fn a_round_is_timed_from_its_start_below_the_low_window() {
+        let min = 20 * MILLISECOND;
+        let mut h = HyStart::new(16.0, 2 * MILLISECOND, true, false);
+        let at = |i: u64| SECOND + i * MILLISECOND;
+        for i in 0..5 {
+            assert!(!h.on_ack(&ack(at(i), min, min, 3), 15 * MSS, MSS));
+        }
+        for i in 5..31 {
+            assert!(!h.on_ack(&ack(at(i), min, min, 3), 1000 * MSS, MSS), "round 3, {i} ms");
+        }
+        let ended = (31..60).find(|&i| h.on_ack(&ack(at(i), min, min, 4), 1000 * MSS, MSS));
+        assert_eq!(ended, Some(31 + 11), "round 4 starts at 31 ms; (20 + 1) / 2 ms later");
     }
 }
