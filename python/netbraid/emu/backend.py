@@ -323,7 +323,7 @@ def _result(resolved, flows, link_stats, times, wall, topo) -> dict[str, Any]:
             rate, sent = link[d]["rate_bps"], counted(l, d, "forwarded_bytes")
             links.append({
                 "name": next(direction), "from": names[a], "to": names[b], "rate_bps": rate,
-                "delay_s": link[d]["delay_ns"] / 1e9, "jitter_s": link[d].get("jitter_ns", 0) / 1e9,
+                "delay_s": link[d]["delay_ns"] / 1e9, "jitter_s": link[d]["jitter_ns"] / 1e9,
                 "tx_packets": counted(l, d, "forwarded_packets"),
                 "tx_bytes": sent, "queue_drops": counted(l, d, "queue_drops"),
                 "loss_drops": counted(l, d, "loss_drops"),

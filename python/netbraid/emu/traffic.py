@@ -437,7 +437,7 @@ class UdpFlow(_GeneratorPair):
             "retransmits": 0,
             "packets_sent": sent["packets_sent"], "packets_lost": lost, "packets_received": got["packets_received"],
             "bytes_delivered": got["bytes_received"],
-            "delay_min_s": got.get("delay_min_s"), "delay_p50_s": got["delay_p50_s"], "delay_p99_s": got["delay_p99_s"],
+            "delay_min_s": got["delay_min_s"], "delay_p50_s": got["delay_p50_s"], "delay_p99_s": got["delay_p99_s"],
             "arrival_rate_bps": got["arrival_rate_bps"], "reordered": got["reordered"],
         }
 
