@@ -66,6 +66,21 @@ def test_delivered_rate_matches_the_link_rate(mbps):
     assert 0.98 < r["links"][0]["utilisation"] <= 1.0, r["links"][0]
 
 
+def test_queue_delay_is_the_queue_drained_on_emu_as_on_sim():
+    # 1000-byte datagrams at twice 10 Mb/s into a 20-packet queue: once it is
+    # full (after ~20 packets), each packet admitted waits behind 19 others
+    # and part of the one on the serialiser, (Q − 1) · S < wait ≤ Q · S with
+    # S = 1028 B at 10 Mb/s; the simulator's link says the same
+    ser = 1028 * 8 / 10e6
+    emu = udp_flow(one_link("10Mbps", "5ms", queue="20p", duration="3s"), "20Mbps", size=1000)["links"][0]
+    assert emu["queue_drops"] > 0
+    assert 19 * ser < emu["queue_delay_s"] <= 20 * ser, emu
+    s = one_link("10Mbps", "5ms", queue="20p", duration="3s")
+    s.add_flow("u", "a", "b", kind="cbr", rate="20Mbps", packet_size="1000B")
+    sim = nb.simulate(s)["links"][0]
+    assert abs(emu["queue_delay_s"] / sim["queue_delay_s"] - 1) < 0.02, (emu, sim)
+
+
 def test_one_way_delay_median_and_tail():
     # 20 Mb/s of 1000-byte datagrams at a constant rate on a 100 Mb/s link:
     # no queueing, so the delay is propagation + one serialisation (1028 B at
@@ -263,7 +278,7 @@ def test_compare_with_replications_gives_intervals_on_both_sides(tmp_path):
     doc = json.loads(out.stdout)
     assert doc["reps"] == 3 and doc["seeds"] == [1, 2, 3]
     flow = {r["metric"]: r for r in doc["rows"] if r["flow"] == "bulk" and r["subflow"] is None}
-    for m in ("goodput_bps", "retx_rate", "rtt_mean_s"):
+    for m in ("goodput_bps", "retx_rate", "srtt_mean_s"):
         r = flow[m]
         for side in ("sim", "emu"):
             assert r[side]["n"] == 3 and r[side]["ci95_low"] <= r[side]["mean"] <= r[side]["ci95_high"], (m, r)
@@ -298,6 +313,7 @@ def test_kernel_state_over_the_measurement_window():
     lo, _ = stats.binom.interval(0.999, int(segments), 0.01)
     assert lo <= f["retransmits"] <= 3 * 0.01 * segments, (f["retransmits"], segments)
     assert 0.020 <= f["rtt_mean_s"] < 0.100 and 0.020 <= f["srtt_s"] < 0.100
+    assert f["srtt_mean_s"] == f["rtt_mean_s"]  # the kernel keeps no RTT samples: both are its srtt, averaged
     assert f["goodput_bps"] <= f["throughput_bps"] <= 50e6 * 1.02
     assert 10 * 1448 <= f["cwnd_mean_bytes"]
     assert 0.75 * 50e6 * 1448 / 1500 <= f["pacing_rate_bps"] <= 1.25 * 50e6

@@ -104,3 +104,52 @@ def test_emu_refuses_what_linkemu_does_not_do():
     for link, field in (({"framing": "ethernet"}, "framing"), ({"down": [{"start": "1s", "stop": "2s"}]}, "down")):
         with pytest.raises(ScenarioError, match=rf"links\[0\].{field}: .*sim only"):
             resolve(one_link(**link), backend="emu")
+
+
+def cbr_into(rate: str, queue: str = "20p") -> dict:
+    """CBR packets of 1250 B of data (1278 B with UDP/IP headers) into a
+    10 Mb/s link: 1.0224 ms on the wire each."""
+    s = nb.Scenario(name="q", duration="10s")
+    s.add_host("a").add_host("b").add_link("a", "b", rate="10Mbps", delay="1ms", queue=queue)
+    s.add_flow("u", "a", "b", kind="cbr", rate=rate, packet_size="1250B")
+    return nb.simulate(s)["links"][0]
+
+
+def test_queue_delay_of_an_overloaded_link_is_its_queue_drained():
+    # Packets offered at twice the rate: each is admitted just after a
+    # departure made room, behind the 19 others still waiting and the rest
+    # of the one on the transmitter (which the next arrival, half a
+    # serialisation later at most, finds more than half done):
+    # (Q − 1) · S + S / 2 < wait ≤ Q · S.
+    link = cbr_into("20Mbps")
+    ser = link["tx_bytes"] / link["tx_packets"] * 8 / 10e6
+    assert link["queue_drops"] > 0
+    assert 19.5 * ser < link["queue_delay_s"] <= 20 * ser
+
+
+def test_a_link_below_its_rate_queues_nothing():
+    # evenly spaced packets at half the rate each find the transmitter idle
+    assert cbr_into("5Mbps")["queue_delay_s"] == 0.0
+
+
+@pytest.mark.parametrize("cc", ["reno", "cubic"])
+def test_a_flows_mean_srtt_is_the_path_plus_the_bottlenecks_queue(cc):
+    # One flow keeps a 10 Mb/s link busy (a standing queue): the time-weighted
+    # mean of its smoothed RTT is the path's 20 ms and one data and one ACK
+    # serialisation plus the bottleneck's mean queueing delay, give or take
+    # the smoothing's lag (an RTT sample per round trip)
+    s = nb.Scenario(name="t", duration="30s")
+    s.add_host("a").add_host("b").add_link("a", "b", rate="10Mbps", delay="10ms", queue="50p")
+    s.add_flow("f", "a", "b", cc=cc)
+    s.measure = nb.Measure(start="5s")
+    r = nb.simulate(s)
+    f, bottleneck = r["flows"][0], r["links"][0]
+    assert bottleneck["utilisation"] > 0.99
+    path = 0.020 + (1500 + 40) * 8 / 10e6
+    assert f["srtt_mean_s"] == pytest.approx(path + bottleneck["queue_delay_s"], rel=0.03)
+    assert f["srtt_mean_s"] > path + 0.5 * bottleneck["queue_delay_s"]  # not the path alone
+
+
+def test_mean_srtt_of_one_segment_at_a_time_is_the_round_trip():
+    f = one_segment_at_a_time(jitter="0ms")
+    assert f["srtt_mean_s"] == pytest.approx(0.020 + SERIALISATION, rel=1e-3)

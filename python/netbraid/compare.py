@@ -48,7 +48,10 @@ PATH_METRICS = [
     ("retx_rate", "retx %", 100),
     ("loss_rate", "loss %", 100),
     ("net_loss_rate", "network loss %", 100),
-    ("rtt_mean_s", "RTT ms", 1e3),
+    # the smoothed RTT's mean over the window: what both backends measure
+    # alike (the kernel keeps no RTT samples to average; the simulator's
+    # rtt_mean_s, their mean, weights each ACK rather than each instant)
+    ("srtt_mean_s", "srtt ms", 1e3),
     ("cwnd_mean_bytes", "cwnd KB", 1 / 1024),
     # segments the receiver reported twice (D-SACK): needless retransmissions
     ("dsack_dups", "D-SACKed segs", 1),
@@ -58,6 +61,8 @@ LINK_METRICS = [
     ("utilisation", "utilisation %", 100),
     ("queue_drops", "queue drops", 1),
     ("loss_drops", "loss drops", 1),
+    # mean wait of a packet for the transmitter
+    ("queue_delay_s", "queue delay ms", 1e3),
 ]
 
 
@@ -189,7 +194,7 @@ def compare(s: Scenario, *, seed: int | None = None, reps: int = 1, linux_defaul
     link_rows = _line_up(sim_t.links, emu_t.links, lambda r: (r["link"],), LINK_METRICS,
                          lambda r: {"link": r["link"], "link_name": r.get("link_name")})
     # the link directions worth a look: ≥ 1 % busy or dropping, on either side
-    floor = {"utilisation": 0.01, "queue_drops": 1, "loss_drops": 1}
+    floor = {"utilisation": 0.01, "queue_drops": 1, "loss_drops": 1, "queue_delay_s": 1e-4}
     busy = {r["link"] for r in link_rows
             if any(c["n"] and c["mean"] >= floor[r["metric"]] for c in (r["sim"], r["emu"]))}
     seeds = sorted(int(x) for x in emu_t.runs.drop_duplicates("run_id")["seed"])

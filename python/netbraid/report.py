@@ -383,6 +383,7 @@ LINK_LABELS = {
     "queue_drops": ("queue drops", 1.0),
     "loss_drops": ("loss drops", 1.0),
     "tx_packets": ("packets sent", 1.0),
+    "queue_delay_s": ("queue delay (ms)", 1e3),
 }
 
 

@@ -23,8 +23,8 @@ from .tidy import FLOW_METRICS, LINK_METRICS, SERIES_COLUMNS, link_series_rows, 
 FLOW_COLUMNS = ["name", "kind", "src", "dst", "src_addr", "dst_addr", *FLOW_METRICS, "link_names", "links"]
 SUBFLOW_COLUMNS = [
     "flow", "name", "src_addr", "dst_addr", "throughput_bps", "goodput_bps", "loss_rate", "retransmits",
-    "packets_sent", "packets_lost", "timeouts", "fast_retransmits", "rtt_mean_s", "srtt_s", "cwnd_mean_bytes",
-    "cwnd_bytes", "bytes_acked", "share", "from", "to", "relay_buffer_max_bytes", "link_names", "links",
+    "packets_sent", "packets_lost", "timeouts", "fast_retransmits", "rtt_mean_s", "srtt_s", "srtt_mean_s",
+    "cwnd_mean_bytes", "cwnd_bytes", "bytes_acked", "share", "from", "to", "relay_buffer_max_bytes", "link_names", "links",
 ]
 LINK_COLUMNS = ["name", "link_name", "from", "to", *LINK_METRICS]
 

@@ -8,7 +8,7 @@ from typing import Any
 FLOW_METRICS = [
     "throughput_bps", "goodput_bps", "loss_rate", "retransmits", "packets_sent", "packets_lost",
     "packets_received", "bytes_delivered", "timeouts", "fast_retransmits", "ecn_reductions", "window_probes",
-    "loss_probes", "dsack_dups", "undos", "window_updates", "duplicates_received", "stack_cpu_s", "rtt_mean_s", "rtt_min_s", "srtt_s", "cwnd_mean_bytes", "completion_time_s",
+    "loss_probes", "dsack_dups", "undos", "window_updates", "duplicates_received", "stack_cpu_s", "rtt_mean_s", "rtt_min_s", "srtt_s", "srtt_mean_s", "cwnd_mean_bytes", "completion_time_s",
 ]
 
 
@@ -85,7 +85,8 @@ def series_rows(result: dict[str, Any], context: dict[str, Any]) -> list[dict[st
 
 
 #: Per run × link direction.
-LINK_METRICS = ["rate_bps", "delay_s", "jitter_s", "tx_packets", "tx_bytes", "queue_drops", "loss_drops", "utilisation"]
+LINK_METRICS = ["rate_bps", "delay_s", "jitter_s", "tx_packets", "tx_bytes", "queue_drops", "loss_drops", "utilisation",
+                "queue_delay_s"]
 
 
 def link_rows(result: dict[str, Any], context: dict[str, Any]) -> list[dict[str, Any]]:

@@ -316,6 +316,19 @@ def _result(resolved, flows, link_stats, times, wall, topo) -> dict[str, Any]:
         end, begin = at(last), at(first) if first else 0
         return None if end is None else end - (begin or 0)
 
+    def queue_delay(l: int, d: str) -> float | None:
+        # waits are counted when a packet is admitted (forwarded or lost on
+        # the wire), as in the simulator; so are the packets they are over
+        def at(reading: dict[str, Any], key: str) -> int | None:
+            return reading.get("links", {}).get(f"l{l}", {}).get(d, {}).get(key)
+        keys = ("queue_wait_ns", "forwarded_packets", "loss_drops")
+        end = [at(last, k) for k in keys]
+        if None in end:
+            return None
+        begin = [at(first, k) or 0 for k in keys] if first else [0, 0, 0]
+        wait, packets = end[0] - begin[0], (end[1] - begin[1]) + (end[2] - begin[2])
+        return wait / 1e9 / packets if packets > 0 else None
+
     direction = iter(direction_names(names, resolved["links"]))
     for l, link in enumerate(resolved["links"]):
         for d, a, b in (("ab", link["a"], link["b"]), ("ba", link["b"], link["a"])):
@@ -331,6 +344,7 @@ def _result(resolved, flows, link_stats, times, wall, topo) -> dict[str, Any]:
                 "late_packets": whole.get("late_packets"),
                 "max_late_s": whole["max_late_ns"] / 1e9 if whole.get("max_late_ns") is not None else None,
                 "utilisation": _utilisation(sent, rate, span_s),
+                "queue_delay_s": queue_delay(l, d),
                 "counted_over": "window" if edges else "run",
             })
     for f in flows:

@@ -232,7 +232,9 @@ class IperfFlow:
             "loss_rate": (retrans / (segs + retrans)) if retrans is not None and segs + retrans > 0 else None,
             "retransmits": retrans,
             "bytes_delivered": doc["end"].get("sum_received", {}).get("bytes"),
+            # iperf3's mean_rtt averages its readings of the kernel's srtt
             "rtt_mean_s": sender.get("mean_rtt", 0) / 1e6 if sender.get("mean_rtt") else None,
+            "srtt_mean_s": sender.get("mean_rtt", 0) / 1e6 if sender.get("mean_rtt") else None,
             "rtt_min_s": sender.get("min_rtt", 0) / 1e6 if sender.get("min_rtt") else None,
             "congestion_control": s["linux_cc"],
         }
@@ -310,7 +312,10 @@ class IperfFlow:
             "retransmits": int(retrans) if retrans is not None else row["retransmits"],
             # data segments the sender put on the wire (lost ones included), headers counted per segment
             "throughput_bps": sent * (1 + header / mss) * 8 / dt if sent is not None and dt > 0 else None,
+            # the kernel keeps no RTT samples to average: its smoothed RTT,
+            # averaged over the readings, stands in for them
             "rtt_mean_s": srtt_ms / 1e3 if srtt_ms is not None else row["rtt_mean_s"],
+            "srtt_mean_s": srtt_ms / 1e3 if srtt_ms is not None else row.get("srtt_mean_s"),
             "srtt_s": b["srtt_ms"] / 1e3 if "srtt_ms" in b else None,
             "cwnd_mean_bytes": cwnd * mss if cwnd is not None else None,
             "delivery_rate_bps": mean("delivery_rate_bps"),

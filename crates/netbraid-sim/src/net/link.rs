@@ -55,6 +55,11 @@ crate::counters! {
         pub loss_drops: u64,
         /// Packets RED marked Congestion Experienced instead of dropping.
         pub ecn_marks: u64,
+        /// The time admitted packets waited for the transmitter, summed
+        /// (ns), counted when each is admitted: over `tx_packets` the mean
+        /// queueing delay, over an interval the mean number waiting
+        /// (Little's law).
+        pub queue_wait_ns: u64,
     }
 }
 
@@ -91,10 +96,10 @@ impl InLink {
 }
 
 /// A link direction. Its fields are laid out by hand, by how often a packet
-/// reads them: a packet crossing the link touches the first three cache
-/// lines only (admission: the FIFO, the transmitter, the counters, the
-/// loss process; arrival: the FIFO, the node it reaches), and a direction
-/// is 256 bytes aligned to a line, so no more than that. (Left to the
+/// reads them: a packet's admission touches the first three cache lines
+/// (the FIFO, the transmitter, the counters, the loss process), its arrival
+/// the first and the last (the FIFO; the lost count, the node it reaches),
+/// and a direction is 256 bytes aligned to a line, so no more than that. (Left to the
 /// compiler, the same fields measured 2 % slower at N=10: bench/RESULTS.md,
 /// 2026-12-06.)
 #[repr(C, align(64))]
@@ -118,7 +123,7 @@ pub struct Channel {
     /// the L1 cache: bench/RESULTS.md, 2026-12-06.)
     pub ser_times: [Time; 4],
     pub ser_sizes: [u32; 4],
-    // -- line 3: what happens to the packet
+    // -- line 3: what happens to the packet at admission
     /// Counted when a packet is admitted, as if it had already departed:
     /// read them through `counters_at`.
     pub counters: ChannelCounters,
@@ -130,11 +135,12 @@ pub struct Channel {
     /// finishes serialisation lost is counted as a loss drop. One word on a
     /// link without either.
     pub loss: LossProcess,
+    // -- line 4: what its arrival reads, then what the hot path reads
+    // rarely or never
     /// Lost packets among `in_link` (so that reading the counters can skip
     /// the links that hold none).
     pub lost_in_link: u32,
     pub to: NodeId,
-    // -- line 4: what the hot path reads rarely or never
     /// Bytes the link layer adds to every packet on the wire (Ethernet: 38
     /// with preamble, header, FCS and the inter-frame gap); they take
     /// transmission time, not queue room.
@@ -265,6 +271,8 @@ impl Channel {
                 return Offer::Dropped;
             }
             self.queue.push(size);
+            // (saturating, as `depart` below)
+            self.counters.queue_wait_ns = self.counters.queue_wait_ns.saturating_add(self.busy_until - now);
             if verdict == RedVerdict::Mark {
                 self.counters.ecn_marks += 1;
                 marked = true;
@@ -375,13 +383,14 @@ mod tests {
 
     #[test]
     fn a_link_direction_is_four_cache_lines() {
-        // the layout above: three lines a packet touches, one it does not
+        // the layout above: an admission reads lines 1-3, an arrival lines 1 and 4
         assert_eq!(std::mem::size_of::<Channel>(), 256);
         assert_eq!(std::mem::align_of::<Channel>(), 64);
         assert_eq!(std::mem::offset_of!(Channel, busy_until), 64);
         assert_eq!(std::mem::offset_of!(Channel, counters), 128);
-        assert!(std::mem::offset_of!(Channel, to) < 192);
-        assert_eq!(std::mem::offset_of!(Channel, framing_bytes), 192);
+        assert!(std::mem::offset_of!(Channel, loss) < 192);
+        assert_eq!(std::mem::offset_of!(Channel, lost_in_link), 192);
+        assert!(std::mem::offset_of!(Channel, to) < 256);
         assert!(std::mem::offset_of!(Channel, jitter) < 256);
     }
 

@@ -110,6 +110,7 @@ impl Simulation {
                 let c = &source.counters;
                 (transport.cwnd_area, transport.rtt_samples, transport.rtt_sum_ns) =
                     (c.cwnd_area, c.rtt_samples, c.rtt_sum_ns);
+                (transport.srtt_area, transport.srtt_time_ns) = (c.srtt_area, c.srtt_time_ns);
                 Counts {
                     transport,
                     acct: self.tracks.acct(self.flows[f].tracks.clone()),

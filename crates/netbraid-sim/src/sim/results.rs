@@ -75,9 +75,13 @@ pub struct FlowResult {
     /// Data the receiver already had (TCP segments, SCTP chunks): spurious
     /// retransmissions, seen from the receiving end.
     pub duplicates_received: u64,
+    /// Mean of the RTT samples the sender took in the window.
     pub rtt_mean_s: Option<f64>,
     pub rtt_min_s: Option<f64>,
+    /// The smoothed RTT at the end, and its time-weighted mean over the
+    /// window (what emu's readings of the kernel's srtt average).
     pub srtt_s: Option<f64>,
+    pub srtt_mean_s: Option<f64>,
     pub rto_s: Option<f64>,
     /// Time-weighted mean congestion window.
     pub cwnd_mean_bytes: Option<f64>,
@@ -126,6 +130,7 @@ pub struct SubflowResult {
     pub duplicates_received: u64,
     pub rtt_mean_s: Option<f64>,
     pub srtt_s: Option<f64>,
+    pub srtt_mean_s: Option<f64>,
     pub cwnd_mean_bytes: Option<f64>,
     pub cwnd_bytes: Option<u64>,
     /// This path's share of the flow's goodput.
@@ -167,6 +172,10 @@ pub struct LinkResult {
     pub ecn_marks: u64,
     /// Fraction of the window the transmitter was busy.
     pub utilisation: f64,
+    /// Mean time a packet waited in the queue for the transmitter (none:
+    /// no packet was sent). Each wait is counted when its packet is
+    /// admitted, so a window's edges split none.
+    pub queue_delay_s: Option<f64>,
 }
 
 /// The metrics of a flow or a path over the window `window` seconds long.
@@ -175,6 +184,7 @@ struct Rates {
     goodput_bps: f64,
     loss_rate: f64,
     rtt_mean_s: Option<f64>,
+    srtt_mean_s: Option<f64>,
     cwnd_mean_bytes: Option<f64>,
 }
 
@@ -189,6 +199,7 @@ fn rates(c: &Counts, window: f64) -> Rates {
             0.0
         },
         rtt_mean_s: (t.rtt_samples > 0).then(|| t.rtt_sum_ns as f64 / t.rtt_samples as f64 / 1e9),
+        srtt_mean_s: (t.srtt_time_ns > 0).then(|| t.srtt_area / t.srtt_time_ns as f64 / 1e9),
         cwnd_mean_bytes: c.sender.map(|_| t.cwnd_area / (window * 1e9)),
     }
 }
@@ -344,6 +355,7 @@ impl Simulation {
                         duplicates_received: pc.transport.duplicate_packets,
                         rtt_mean_s: pr.rtt_mean_s,
                         srtt_s: pa.sender.and_then(|s| s.srtt).map(as_secs_f64),
+                        srtt_mean_s: pr.srtt_mean_s,
                         cwnd_mean_bytes: pr.cwnd_mean_bytes,
                         cwnd_bytes: pa.sender.map(|s| s.cwnd),
                         share: (!relayed && r.goodput_bps > 0.0).then(|| pr.goodput_bps / r.goodput_bps),
@@ -392,6 +404,7 @@ impl Simulation {
                 rtt_mean_s: r.rtt_mean_s,
                 rtt_min_s: now_state.and_then(|s| s.min_rtt).map(as_secs_f64),
                 srtt_s: now_state.and_then(|s| s.srtt).map(as_secs_f64),
+                srtt_mean_s: r.srtt_mean_s,
                 rto_s: now_state.map(|s| as_secs_f64(s.rto)),
                 cwnd_mean_bytes: r.cwnd_mean_bytes,
                 cwnd_bytes: now_state.map(|s| s.cwnd),
@@ -440,6 +453,7 @@ impl Simulation {
                     ecn_marks: k.ecn_marks,
                     utilisation: (k.tx_bytes + k.tx_packets * c.framing_bytes as u64) as f64 * 8.0
                         / (c.rate_bps as f64 * window),
+                    queue_delay_s: (k.tx_packets > 0).then(|| k.queue_wait_ns as f64 / 1e9 / k.tx_packets as f64),
                 }
             })
             .collect();

@@ -2216,7 +2216,12 @@ impl TcpSender {
 
     fn account_cwnd(&mut self, now: Time) {
         if self.started && now > self.cwnd_clock {
-            self.stats.cwnd_area += self.cwnd() as f64 * (now - self.cwnd_clock) as f64;
+            let dt = now - self.cwnd_clock;
+            self.stats.cwnd_area += self.cwnd() as f64 * dt as f64;
+            if let Some(srtt) = self.rtt.srtt() {
+                self.stats.srtt_area += srtt as f64 * dt as f64;
+                self.stats.srtt_time_ns += dt;
+            }
             self.cwnd_clock = now;
         }
     }
