@@ -53,7 +53,10 @@ COMPETING = [("cubic", "cubic"), ("bbr", "bbr"), ("cubic", "bbr"), ("reno", "cub
              ("cubic",) * 4, ("cubic", "cubic", "bbr", "bbr")]
 QUICK = ["cubic:20:0.001:1", "bbr:20:0.01:1", "reno:5:0:0.5"]
 MIX_SPREAD_MS = 200.0  # competing flows start at random instants in the first 200 ms (see scenario)
-FIELDS = ["cell", "duration_s", "backend", "rep", "flow", "goodput_bps", "share", "retransmits", "rtt_mean_s"]
+#: Columns of the CSV; files written before srtt_mean_s and queue_delay_s (the
+#: bottleneck's, client → server) keep the columns of their header.
+FIELDS = ["cell", "duration_s", "backend", "rep", "flow", "goodput_bps", "share", "retransmits", "rtt_mean_s",
+          "srtt_mean_s", "queue_delay_s"]
 
 
 def buffer_packets(delay_ms: float, bdp: float) -> int:
@@ -105,9 +108,11 @@ def grid() -> list[str]:
 def rows_of(cell: str, duration_s: float, backend: str, rep: int, result: dict) -> list[dict]:
     flows = result["flows"]
     total = sum(f["goodput_bps"] or 0 for f in flows) or 1.0
+    bottleneck = result["links"][0]  # client -> server
     return [{"cell": cell, "duration_s": duration_s, "backend": backend, "rep": rep, "flow": f["name"], "goodput_bps": f["goodput_bps"],
              "share": (f["goodput_bps"] or 0) / total, "retransmits": f.get("retransmits"),
-             "rtt_mean_s": f.get("rtt_mean_s")} for f in flows]
+             "rtt_mean_s": f.get("rtt_mean_s"), "srtt_mean_s": f.get("srtt_mean_s"),
+             "queue_delay_s": bottleneck.get("queue_delay_s")} for f in flows]
 
 
 def load(path: Path) -> list[dict]:
@@ -122,9 +127,13 @@ def run(cells: list[str], reps: int, duration_s: float, out: Path, emu: bool) ->
     same = lambda r: float(r["duration_s"]) == duration_s  # noqa: E731
     done = {(r["cell"], r["backend"], int(r["rep"])) for r in load(out) if same(r)}
     out.parent.mkdir(parents=True, exist_ok=True)
-    new_file = not out.exists()
+    new_file = not out.exists() or out.stat().st_size == 0
+    header = FIELDS
+    if not new_file:
+        with out.open() as old:
+            header = next(csv.reader(old))
     with out.open("a", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=FIELDS)
+        writer = csv.DictWriter(fh, fieldnames=header, extrasaction="ignore")
         if new_file:
             writer.writeheader()
         for cell in cells:
