@@ -305,7 +305,8 @@ def replication_summary(runs, links=None) -> dict[str, Any]:
         doc["links"] = [{"name": name, "link_name": g["link_name"].iloc[0] if "link_name" in g else None,
                          "from": g["from"].iloc[0], "to": g["to"].iloc[0], "rate_bps": int(g["rate_bps"].iloc[0]),
                          **{m: clip_to_range(mean_ci(g[m].tolist()), m) for m in ("utilisation", "queue_drops",
-                                                                                  "loss_drops")}}
+                                                                                  "loss_drops", "queue_delay_s")
+                            if m in g}}
                         for name, g in links.groupby("link", sort=False)]
     return doc
 
@@ -943,11 +944,12 @@ def print_busy_links(links: list[dict[str, Any]]) -> None:
     if not busy:
         return
     lt = Table(title="busy or lossy link directions")
-    for col in ("link", "named", "rate", "utilisation %", "queue drops", "loss drops"):
+    for col in ("link", "named", "rate", "utilisation %", "queue delay ms", "queue drops", "loss drops"):
         lt.add_column(col, justify="left" if col in ("link", "named") else "right")
     for l in sorted(busy, key=lambda l: -_value(l["utilisation"]))[:12]:
         lt.add_row(l["name"], l.get("link_name") or "", format_rate(l["rate_bps"]), _cell(l["utilisation"], 100),
-                   _cell(l["queue_drops"], whole=True), _cell(l["loss_drops"], whole=True))
+                   _cell(l.get("queue_delay_s"), 1e3), _cell(l["queue_drops"], whole=True),
+                   _cell(l["loss_drops"], whole=True))
     out_console.print(lt)
 
 
