@@ -305,3 +305,26 @@ def test_compare_gives_the_simulator_linux_tcp_as_the_kernel_runs_it():
     s.add_host("a").add_host("b").add_link("a", "b", rate="10Mbps", delay="1ms")
     s.add_flow("f", "a", "b")
     assert nb.resolve(with_linux_defaults(s))["flows"][0]["tcp"]["cc"] == TCP_DEFAULTS["cc"]
+
+
+def test_a_journal_from_before_a_metric_still_makes_summaries():
+    # A results directory written before srtt_mean_s and queue_delay_s
+    # existed: its journal's rows lack them; the tables still have the
+    # columns (empty), so summaries and reports over them work
+    from netbraid.experiment import tables_from_records
+    from netbraid.stats import summarize
+    from netbraid.tidy import FLOW_METRICS, LINK_METRICS
+    s = nb.Scenario(name="old", duration="2s")
+    s.add_host("a").add_host("b").add_link("a", "b", rate="10Mbps", delay="5ms")
+    s.add_flow("f", "a", "b")
+    runs = nb.run(s, reps=2)
+    links = runs.attrs["links"]
+    old = [{"run_id": k, "rows": [{c: v for c, v in row.items() if c != "srtt_mean_s"}],
+            "link_rows": [{c: v for c, v in l.items() if c != "queue_delay_s"}
+                          for l in links[links.run_id == k].to_dict("records")]}
+           for k, row in zip(runs.run_id, runs.to_dict("records"))]
+    t = tables_from_records(old)
+    assert t.runs["srtt_mean_s"].isna().all() and t.links["queue_delay_s"].isna().all()
+    flows = summarize(t.runs, ["flow"], FLOW_METRICS)
+    assert flows["srtt_mean_s_n"].tolist() == [0] and flows["goodput_bps_n"].tolist() == [2]
+    assert summarize(t.links, ["link"], LINK_METRICS)["queue_delay_s_n"].eq(0).all()
