@@ -40,7 +40,7 @@ from .overrides import parse_value, set_path, split_assignment
 from .resolve import resolve
 from .results_dir import DirectoryLock, describe_kind, listed, made_by, remove_results
 from .schema import Scenario
-from .tidy import FLOW_METRICS, LINK_METRICS, flow_rows, link_rows, link_series_rows, series_rows
+from .tidy import FLOW_METRICS, LINK_METRICS, flow_rows, link_rows, link_series_rows, series_rows, with_metric_columns
 
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
@@ -327,17 +327,8 @@ def tables_from_records(records: Iterable[dict[str, Any]], series_dir: Path | No
             elif rec.get(f"{key}_rows"):
                 into.append(pd.DataFrame(rec[f"{key}_rows"]))
     concat = lambda parts: pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()  # noqa: E731
-    return Tables(_with_columns(pd.DataFrame(rows), FLOW_METRICS), concat(series),
-                  _with_columns(pd.DataFrame(links), LINK_METRICS), concat(link_series))
-
-
-def _with_columns(df: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
-    """`df` with every metric a column, empty where the runs lack it: a
-    journal written before a metric existed (srtt_mean_s, queue_delay_s came
-    on 2026-12-06) still makes the tables that summaries and reports read."""
-    if df.empty:
-        return df
-    return df.assign(**{m: None for m in metrics if m not in df.columns})
+    return Tables(with_metric_columns(pd.DataFrame(rows), FLOW_METRICS), concat(series),
+                  with_metric_columns(pd.DataFrame(links), LINK_METRICS), concat(link_series))
 
 
 def _write_tables(out: Path, t: Tables) -> None:

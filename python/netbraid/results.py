@@ -13,7 +13,7 @@ import pandas as pd
 
 from .experiment import JOURNAL, MANIFEST, SERIES_PARTS, ExperimentError, Journal, tables_from_records
 from .stats import summarize
-from .tidy import FLOW_METRICS, LINK_METRICS, flow_rows, link_rows
+from .tidy import FLOW_METRICS, LINK_METRICS, flow_rows, link_rows, with_metric_columns
 
 
 @dataclass
@@ -95,9 +95,10 @@ def load(directory: str | Path) -> Results:
     if (d / JOURNAL).exists():
         runs, series, links, link_series = tables_from_records(Journal(d).read().values(), d / SERIES_PARTS)
     elif (d / "runs.parquet").exists():
-        runs = pd.read_parquet(d / "runs.parquet")
+        runs = with_metric_columns(pd.read_parquet(d / "runs.parquet"), FLOW_METRICS)
         read = lambda name: pd.read_parquet(d / name) if (d / name).exists() else pd.DataFrame()  # noqa: E731
         series, links, link_series = read("series.parquet"), read("links.parquet"), read("link_series.parquet")
+        links = with_metric_columns(links, LINK_METRICS)
     elif (d / "result.json").exists():
         return _load_run(d)
     elif parts := _parts(d):

@@ -89,6 +89,15 @@ LINK_METRICS = ["rate_bps", "delay_s", "jitter_s", "tx_packets", "tx_bytes", "qu
                 "queue_delay_s"]
 
 
+def with_metric_columns(df: "pd.DataFrame", metrics: list[str]) -> "pd.DataFrame":
+    """`df` with every metric a column, empty where the runs lack it: results
+    written before a metric existed (srtt_mean_s and queue_delay_s came on
+    2026-12-06) still make the tables that summaries and reports read."""
+    if df.empty:
+        return df
+    return df.assign(**{m: None for m in metrics if m not in df.columns})
+
+
 def link_rows(result: dict[str, Any], context: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per link direction of one run; `context` leads each row."""
     return [{**context, "link": l["name"], "link_name": l.get("link_name"), "from": l["from"], "to": l["to"],

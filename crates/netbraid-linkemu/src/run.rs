@@ -44,6 +44,8 @@ struct DirectionStats {
     /// the counters were read.
     unsent_packets: u64,
     unsent_bytes: u64,
+    /// Of `queue_wait_ns`, the waits still to come when read.
+    queue_wait_ahead_ns: u64,
 }
 
 #[derive(Serialize)]
@@ -259,6 +261,7 @@ impl Emulator {
                 max_late_ns: d.max_late_ns.load(Ordering::Relaxed),
                 unsent_packets,
                 unsent_bytes,
+                queue_wait_ahead_ns: shaper.wait_ahead(now),
             }
         };
         Stats {

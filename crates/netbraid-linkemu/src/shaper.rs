@@ -38,9 +38,10 @@ pub struct DirectionCounters {
     pub forwarded_bytes: u64,
     pub queue_drops: u64,
     pub loss_drops: u64,
-    /// The time admitted packets waited for the serialiser, summed (ns),
-    /// counted at admission as in the simulator: over the packets admitted
-    /// (forwarded and loss drops), the mean queueing delay.
+    /// The number of packets waiting for the serialiser integrated over
+    /// time (packet·ns), as in the simulator: a packet's whole wait is added
+    /// when it is admitted, so a reading at an instant takes back out what
+    /// is still to come (`wait_ahead`).
     pub queue_wait_ns: u64,
 }
 
@@ -136,6 +137,18 @@ impl Shaper {
         out
     }
 
+    /// Of `queue_wait_ns`, the waits still to come at `now`: what the packets
+    /// not yet on the serialiser will wait from `now` on.
+    pub fn wait_ahead(&self, now: u64) -> u64 {
+        self.backlog
+            .iter()
+            .rev()
+            .map(|&(dep, size, _)| dep - serialisation_time(size, self.rate_bps))
+            .take_while(|&start| start > now)
+            .map(|start| start - now)
+            .sum()
+    }
+
     /// Offer a packet of `size` bytes arriving at `now` (ns). Arrival times
     /// must not decrease.
     pub fn offer(&mut self, now: u64, size: u32) -> Verdict {
@@ -227,6 +240,14 @@ mod tests {
             s.offer(t, 1500);
         }
         assert_eq!(s.counters.queue_wait_ns, 3 * MS);
+        // read at 1.5 ms, the third has waited 1.5 of its 2 ms, the second
+        // all of its 1 ms: 2.5 ms so far
+        let mut s = shaper(12_000_000, 5 * MS, QueueLimit::Packets(10), LossModel::None);
+        for _ in 0..3 {
+            s.offer(0, 1500);
+        }
+        assert_eq!(s.counters.queue_wait_ns - s.wait_ahead(3 * MS / 2), 5 * MS / 2);
+        assert_eq!(s.wait_ahead(2 * MS), 0);
     }
 
     #[test]

@@ -317,17 +317,17 @@ def _result(resolved, flows, link_stats, times, wall, topo) -> dict[str, Any]:
         return None if end is None else end - (begin or 0)
 
     def queue_delay(l: int, d: str) -> float | None:
-        # waits are counted when a packet is admitted (forwarded or lost on
-        # the wire), as in the simulator; so are the packets they are over
-        def at(reading: dict[str, Any], key: str) -> int | None:
-            return reading.get("links", {}).get(f"l{l}", {}).get(d, {}).get(key)
-        keys = ("queue_wait_ns", "forwarded_packets", "loss_drops")
-        end = [at(last, k) for k in keys]
-        if None in end:
+        # the number waiting integrated over the window (linkemu adds a
+        # packet's whole wait when it admits it; a reading takes back what
+        # is still to come) over the packets sent in it, as the simulator
+        def waited(reading: dict[str, Any]) -> int | None:
+            c = reading.get("links", {}).get(f"l{l}", {}).get(d, {})
+            return c["queue_wait_ns"] - c.get("queue_wait_ahead_ns", 0) if "queue_wait_ns" in c else None
+        end, begin = waited(last), waited(first) if first else 0
+        sent = [counted(l, d, k) for k in ("forwarded_packets", "loss_drops")]
+        if end is None or None in sent or sum(sent) <= 0:
             return None
-        begin = [at(first, k) or 0 for k in keys] if first else [0, 0, 0]
-        wait, packets = end[0] - begin[0], (end[1] - begin[1]) + (end[2] - begin[2])
-        return wait / 1e9 / packets if packets > 0 else None
+        return (end - (begin or 0)) / 1e9 / sum(sent)
 
     direction = iter(direction_names(names, resolved["links"]))
     for l, link in enumerate(resolved["links"]):

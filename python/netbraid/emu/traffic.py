@@ -501,6 +501,8 @@ class SctpFlow(_GeneratorPair):
                 "name": f"{s['name']}#{k}", "src_addr": local[min(k, len(local) - 1)], "dst_addr": path["addr"],
                 "cwnd_mean_bytes": sum(cwnd) / len(cwnd) if cwnd else None,
                 "rtt_mean_s": sum(rtt) / len(rtt) / 1e3 if rtt else None,
+                # (usrsctp's readings are of its smoothed RTT, as the kernel's)
+                "srtt_mean_s": sum(rtt) / len(rtt) / 1e3 if rtt else None,
             })
         return {
             "name": s["name"], "kind": "sctp", "src": s["src_name"], "dst": s["dst_name"],

@@ -55,10 +55,11 @@ crate::counters! {
         pub loss_drops: u64,
         /// Packets RED marked Congestion Experienced instead of dropping.
         pub ecn_marks: u64,
-        /// The time admitted packets waited for the transmitter, summed
-        /// (ns), counted when each is admitted: over `tx_packets` the mean
-        /// queueing delay, over an interval the mean number waiting
-        /// (Little's law).
+        /// The number of packets waiting for the transmitter, integrated
+        /// over time (packet·ns): over an interval, the mean number
+        /// waiting; over the packets sent in it, their mean queueing delay
+        /// (Little's law). Added for a packet's whole wait when it is
+        /// admitted; `counters_at` takes the part still to come back out.
         pub queue_wait_ns: u64,
     }
 }
@@ -362,16 +363,22 @@ impl Channel {
     }
 
     /// The counters as of `now`: packets that have not finished
-    /// serialisation yet are taken back out.
+    /// serialisation yet are taken back out, and the waits of those not yet
+    /// started are counted up to `now` only.
     pub fn counters_at(&self, now: Time) -> ChannelCounters {
         let mut c = self.counters;
         for p in self.in_link.iter().rev() {
-            if self.departure(p) <= now {
+            let depart = self.departure(p);
+            if depart <= now {
                 break;
             }
             c.tx_packets -= 1;
             c.tx_bytes -= p.size() as u64;
             c.loss_drops -= p.lost() as u64;
+            let start = depart - serialisation_time(p.size() + self.framing_bytes, self.rate_bps);
+            if start > now && c.queue_wait_ns < u64::MAX {
+                c.queue_wait_ns = c.queue_wait_ns.saturating_sub(start - now);
+            }
         }
         c
     }

@@ -173,8 +173,8 @@ pub struct LinkResult {
     /// Fraction of the window the transmitter was busy.
     pub utilisation: f64,
     /// Mean time a packet waited in the queue for the transmitter (none:
-    /// no packet was sent). Each wait is counted when its packet is
-    /// admitted, so a window's edges split none.
+    /// no packet was sent): the number waiting integrated over the window,
+    /// over the packets sent in it (Little's law).
     pub queue_delay_s: Option<f64>,
 }
 

@@ -130,6 +130,9 @@ struct Dest {
     sent_chunks: u64,
     lost_chunks: u64,
     cwnd_clock: Time,
+    /// Up to when `stats.srtt_area` integrates the smoothed RTT (advanced at
+    /// each RTT sample, which is when it changes).
+    srtt_clock: Time,
     stats: TransportCounters,
 }
 
@@ -203,6 +206,7 @@ impl SctpSender {
                 lost_chunks: 0,
                 stats: TransportCounters::default(),
                 cwnd_clock: 0,
+                srtt_clock: 0,
                 net_ack: 0,
                 saw_newack: false,
                 highest_newack: 0,
@@ -943,6 +947,12 @@ impl SctpSender {
         }
         if let Some((t, sent)) = dest.timing {
             if t == tsn {
+                if let Some(srtt) = dest.rtt.srtt() {
+                    let dt = now.saturating_sub(dest.srtt_clock);
+                    dest.stats.srtt_area += srtt as f64 * dt as f64;
+                    dest.stats.srtt_time_ns += dt;
+                }
+                dest.srtt_clock = now;
                 dest.rtt.on_sample(now - sent);
                 dest.stats.rtt_samples += 1;
                 dest.stats.rtt_sum_ns += now - sent;

@@ -2218,7 +2218,9 @@ impl TcpSender {
         if self.started && now > self.cwnd_clock {
             let dt = now - self.cwnd_clock;
             self.stats.cwnd_area += self.cwnd() as f64 * dt as f64;
-            if let Some(srtt) = self.rtt.srtt() {
+            // (while data is out: a finished transfer's last srtt does not
+            // weigh on for the rest of the window)
+            if let Some(srtt) = self.rtt.srtt().filter(|_| self.snd_una < self.snd_max) {
                 self.stats.srtt_area += srtt as f64 * dt as f64;
                 self.stats.srtt_time_ns += dt;
             }
