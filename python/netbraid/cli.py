@@ -305,8 +305,7 @@ def replication_summary(runs, links=None) -> dict[str, Any]:
         doc["links"] = [{"name": name, "link_name": g["link_name"].iloc[0] if "link_name" in g else None,
                          "from": g["from"].iloc[0], "to": g["to"].iloc[0], "rate_bps": int(g["rate_bps"].iloc[0]),
                          **{m: clip_to_range(mean_ci(g[m].tolist()), m) for m in ("utilisation", "queue_drops",
-                                                                                  "loss_drops", "queue_delay_s")
-                            if m in g}}
+                                                                                  "loss_drops", "queue_delay_s")}}
                         for name, g in links.groupby("link", sort=False)]
     return doc
 

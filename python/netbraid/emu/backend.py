@@ -320,14 +320,11 @@ def _result(resolved, flows, link_stats, times, wall, topo) -> dict[str, Any]:
         # the number waiting integrated over the window (linkemu adds a
         # packet's whole wait when it admits it; a reading takes back what
         # is still to come) over the packets sent in it, as the simulator
-        def waited(reading: dict[str, Any]) -> int | None:
-            c = reading.get("links", {}).get(f"l{l}", {}).get(d, {})
-            return c["queue_wait_ns"] - c.get("queue_wait_ahead_ns", 0) if "queue_wait_ns" in c else None
-        end, begin = waited(last), waited(first) if first else 0
-        sent = [counted(l, d, k) for k in ("forwarded_packets", "loss_drops")]
-        if end is None or None in sent or sum(sent) <= 0:
+        wait, ahead, forwarded, lost = (counted(l, d, k) for k in ("queue_wait_ns", "queue_wait_ahead_ns",
+                                                                 "forwarded_packets", "loss_drops"))
+        if None in (wait, ahead, forwarded, lost) or forwarded + lost <= 0:
             return None
-        return (end - (begin or 0)) / 1e9 / sum(sent)
+        return (wait - ahead) / 1e9 / (forwarded + lost)
 
     direction = iter(direction_names(names, resolved["links"]))
     for l, link in enumerate(resolved["links"]):

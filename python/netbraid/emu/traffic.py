@@ -225,6 +225,7 @@ class IperfFlow:
         mss = doc.get("start", {}).get("tcp_mss_default") or s["tcp"]["mss"]
         retrans = sent.get("retransmits")
         segs = sent.get("bytes", 0) / mss if mss else 0
+        srtt_mean = sender["mean_rtt"] / 1e6 if sender.get("mean_rtt") else None
         row = {
             "name": s["name"], "kind": s["kind"], "src": s["src_name"], "dst": s["dst_name"],
             "throughput_bps": None,
@@ -233,8 +234,8 @@ class IperfFlow:
             "retransmits": retrans,
             "bytes_delivered": doc["end"].get("sum_received", {}).get("bytes"),
             # iperf3's mean_rtt averages its readings of the kernel's srtt
-            "rtt_mean_s": sender.get("mean_rtt", 0) / 1e6 if sender.get("mean_rtt") else None,
-            "srtt_mean_s": sender.get("mean_rtt", 0) / 1e6 if sender.get("mean_rtt") else None,
+            "rtt_mean_s": srtt_mean,
+            "srtt_mean_s": srtt_mean,
             "rtt_min_s": sender.get("min_rtt", 0) / 1e6 if sender.get("min_rtt") else None,
             "congestion_control": s["linux_cc"],
         }
@@ -315,7 +316,7 @@ class IperfFlow:
             # the kernel keeps no RTT samples to average: its smoothed RTT,
             # averaged over the readings, stands in for them
             "rtt_mean_s": srtt_ms / 1e3 if srtt_ms is not None else row["rtt_mean_s"],
-            "srtt_mean_s": srtt_ms / 1e3 if srtt_ms is not None else row.get("srtt_mean_s"),
+            "srtt_mean_s": srtt_ms / 1e3 if srtt_ms is not None else row["rtt_mean_s"],
             "srtt_s": b["srtt_ms"] / 1e3 if "srtt_ms" in b else None,
             "cwnd_mean_bytes": cwnd * mss if cwnd is not None else None,
             "delivery_rate_bps": mean("delivery_rate_bps"),
@@ -497,12 +498,13 @@ class SctpFlow(_GeneratorPair):
             inside = [x for x in path["samples"] if window[0] <= x[0] <= window[1]] or path["samples"]
             cwnd = [c for _, c, _ in inside]
             rtt = [r for _, _, r in inside if r > 0]
+            srtt_mean = sum(rtt) / len(rtt) / 1e3 if rtt else None
             subflows.append({
                 "name": f"{s['name']}#{k}", "src_addr": local[min(k, len(local) - 1)], "dst_addr": path["addr"],
                 "cwnd_mean_bytes": sum(cwnd) / len(cwnd) if cwnd else None,
-                "rtt_mean_s": sum(rtt) / len(rtt) / 1e3 if rtt else None,
                 # (usrsctp's readings are of its smoothed RTT, as the kernel's)
-                "srtt_mean_s": sum(rtt) / len(rtt) / 1e3 if rtt else None,
+                "rtt_mean_s": srtt_mean,
+                "srtt_mean_s": srtt_mean,
             })
         return {
             "name": s["name"], "kind": "sctp", "src": s["src_name"], "dst": s["dst_name"],

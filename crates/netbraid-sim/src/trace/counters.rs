@@ -84,9 +84,10 @@ transport_counters! {
         pub acks_received: u64,
         /// Integral of cwnd over time (bytes·ns), for a time-weighted mean.
         pub cwnd_area: f64,
-        /// Integral of the smoothed RTT over the time it was known (ns·ns),
-        /// and that time: the time-weighted mean srtt, which is what the
-        /// kernel's readings of it (`ss`, iperf3) average on emu.
+        /// Integral of the smoothed RTT over the time it is integrated
+        /// (ns·ns; TCP: while data is out), and that time: the time-weighted
+        /// mean srtt, which is what the kernel's readings of it (`ss`,
+        /// iperf3) average on emu.
         pub srtt_area: f64,
         pub srtt_time_ns: u64,
         pub rtt_samples: u64,

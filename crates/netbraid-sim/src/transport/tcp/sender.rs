@@ -549,7 +549,7 @@ impl TcpSender {
     }
     /// Stats with the cwnd integral brought up to `now`.
     pub fn stats_at(&mut self, now: Time) -> TransportCounters {
-        self.account_cwnd(now);
+        self.integrate_to(now);
         self.stats.into()
     }
     /// Window, thresholds and timers now.
@@ -707,7 +707,7 @@ impl TcpSender {
         if seg.flags & tcp_flags::ACK == 0 {
             return;
         }
-        self.account_cwnd(now);
+        self.integrate_to(now);
         self.stats.acks_received += 1;
         let ack = seg.ack.min(self.snd_max);
         if ack < self.snd_una {
@@ -1128,7 +1128,7 @@ impl TcpSender {
             .filter(|r| r.deadline.is_some_and(|d| now >= d))
         {
             rack.deadline = None;
-            self.account_cwnd(now);
+            self.integrate_to(now);
             let was_in_recovery = self.in_recovery;
             self.rack_detect_and_recover(now, out);
             if self.in_recovery && !was_in_recovery {
@@ -1140,14 +1140,14 @@ impl TcpSender {
         }
         if let Some(tlp) = self.tlp.as_deref_mut().filter(|t| t.deadline.is_some_and(|d| now >= d)) {
             tlp.deadline = None;
-            self.account_cwnd(now);
+            self.integrate_to(now);
             self.send_loss_probe(now, out);
         }
         match self.rto_deadline {
             Some(d) if now >= d => {}
             _ => return,
         }
-        self.account_cwnd(now);
+        self.integrate_to(now);
         if self.snd_una == self.snd_max {
             self.rto_deadline = None;
             return;
@@ -2214,7 +2214,9 @@ impl TcpSender {
         ));
     }
 
-    fn account_cwnd(&mut self, now: Time) {
+    /// Integrate the window and the smoothed RTT up to `now`, for their
+    /// time-weighted means (`cwnd_mean_bytes`, `srtt_mean_s`).
+    fn integrate_to(&mut self, now: Time) {
         if self.started && now > self.cwnd_clock {
             let dt = now - self.cwnd_clock;
             self.stats.cwnd_area += self.cwnd() as f64 * dt as f64;
