@@ -32,9 +32,14 @@ struct Maps {
     maps: VecDeque<Map>,
     /// A copy of the map the last lookup hit (maps never change, so the copy
     /// stays true after its map is dropped): segments go out in order, so
-    /// most lookups end here, and only the first segment of each map, or a
-    /// retransmission, searches the queue.
+    /// most lookups end here, most others at the map after it, and only a
+    /// retransmission searches the queue (hundreds of maps deep, written
+    /// round trips ago: a cache miss per step).
     last: Option<Map>,
+    /// The ordinal of `last` among all maps ever pushed, and how many have
+    /// been dropped: `last` sits at index `last_no - dropped` while kept.
+    last_no: u64,
+    dropped: u64,
 }
 
 impl Maps {
@@ -45,20 +50,32 @@ impl Maps {
     fn drop_acked(&mut self, una: u64) {
         while self.maps.front().is_some_and(|m| m.ssn + m.len <= una) {
             self.maps.pop_front();
+            self.dropped += 1;
         }
     }
     /// The data sequence number of subflow byte `seq`.
     fn dsn(&mut self, seq: u64) -> u64 {
-        if let Some(m) = self.last.filter(|m| m.ssn <= seq && seq < m.ssn + m.len) {
+        let holds = |m: &Map| m.ssn <= seq && seq < m.ssn + m.len;
+        if let Some(m) = self.last.filter(holds) {
             return m.dsn + (seq - m.ssn);
         }
-        let m = self.find(seq);
-        self.last = Some(m);
+        let next = (self.last_no + 1).checked_sub(self.dropped).map(|i| i as usize);
+        let k = match next.and_then(|i| self.maps.get(i)).filter(|m| self.last.is_some() && holds(m)) {
+            Some(_) => next.expect("a map was found at it"),
+            None => self.position(seq),
+        };
+        debug_assert_eq!(k, self.position(seq), "the map after the last one holds seq");
+        let m = self.maps[k];
+        (self.last, self.last_no) = (Some(m), self.dropped + k as u64);
         m.dsn + (seq - m.ssn)
+    }
+    /// Index of the map holding subflow byte `seq`.
+    fn position(&self, seq: u64) -> usize {
+        self.maps.partition_point(|m| m.ssn + m.len <= seq)
     }
     /// The map holding subflow byte `seq`.
     fn find(&self, seq: u64) -> Map {
-        self.maps[self.maps.partition_point(|m| m.ssn + m.len <= seq)]
+        self.maps[self.position(seq)]
     }
     fn iter(&self) -> impl Iterator<Item = &Map> {
         self.maps.iter()
