@@ -23,6 +23,7 @@ FLOW_METRICS = {  # column → (label, scale)
     "loss_rate": ("loss (%)", 100.0),
     "retransmits": ("retransmissions", 1.0),
     "rtt_mean_s": ("mean RTT (ms)", 1e3),
+    "srtt_mean_s": ("mean srtt (ms)", 1e3),
 }
 
 
@@ -417,6 +418,7 @@ SUBFLOW_METRICS = {
     "loss_rate": ("loss (%)", 100.0),
     "retransmits": ("retransmissions", 1.0),
     "rtt_mean_s": ("mean RTT (ms)", 1e3),
+    "srtt_mean_s": ("mean srtt (ms)", 1e3),
 }
 
 
