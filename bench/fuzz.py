@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 import traceback
+import zlib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -57,6 +58,50 @@ def shapes(outcome: str) -> set[str]:
     return out
 
 
+def append_to_corpus(corpus: Path, doc: dict) -> None:
+    """Add one entry as a gzip member of its own (members concatenate): a
+    run stopped mid-write cuts off at most that member, which
+    `read_corpus` skips, and no earlier entry is lost."""
+    with corpus.open("ab") as f:
+        f.write(gzip.compress((json.dumps(doc, default=repr) + "\n").encode()))
+
+
+def read_corpus(corpus: Path) -> tuple[list[dict], int]:
+    """The corpus's entries, member by member, and how many bytes were
+    skipped: a member cut off by an interrupted run (up to the next gzip
+    header) and a last line left incomplete by one."""
+    data = corpus.read_bytes()
+    docs: list[dict] = []
+    lost = 0
+    at = 0
+    while at < len(data):
+        member = zlib.decompressobj(wbits=31)
+        text, fed, end = b"", at, None
+        while end is None:
+            try:  # (in pieces, to keep what comes before a cut)
+                text += member.decompress(data[fed:fed + 512])
+            except zlib.error:
+                end = data.find(GZIP_MAGIC, at + 1)
+                end = len(data) if end < 0 else end
+                lost += end - at  # (an overestimate by what was read of it)
+                break
+            fed = min(fed + 512, len(data))
+            if member.eof:
+                end = fed - len(member.unused_data)
+            elif fed == len(data):
+                end = fed  # cut off at the end of the file
+        for line in text.splitlines():
+            try:
+                docs.append(json.loads(line))
+            except json.JSONDecodeError:
+                lost += len(line)
+        at = end
+    return docs, lost
+
+
+GZIP_MAGIC = b"\x1f\x8b\x08"
+
+
 class Fuzzer:
     def __init__(self, corpus: Path, simulate: bool):
         self.corpus = corpus
@@ -68,13 +113,11 @@ class Fuzzer:
         self.seen: set[str] = set()
         self.findings_dir = corpus.with_name("fuzz-findings")
         if corpus.exists():
-            try:
-                with gzip.open(corpus, "rt") as f:
-                    for line in f:
-                        self.seen.update(json.loads(line).get("shapes", []))
-            except (EOFError, json.JSONDecodeError):
-                pass  # an interrupted run's last lines
-        self.out = gzip.open(corpus, "at")  # a new gzip member: members concatenate
+            docs, lost = read_corpus(corpus)
+            for doc in docs:
+                self.seen.update(doc.get("shapes", []))
+            if lost:
+                print(f"{corpus}: {lost} bytes of a cut-off write skipped ({len(docs)} entries read)", file=sys.stderr)
         self.tmp = Path(tempfile.mkdtemp(prefix="netbraid-fuzz-"))
 
     def keep(self, kind: str, payload: object, outcome: str) -> None:
@@ -83,7 +126,7 @@ class Fuzzer:
             return
         self.seen |= new
         doc = {"kind": kind, "input": payload, "outcome": outcome[:2000], "shapes": sorted(new)}
-        self.out.write(json.dumps(doc, default=repr) + "\n")
+        append_to_corpus(self.corpus, doc)
 
     def finding(self, kind: str, payload: object) -> None:
         self.findings += 1
@@ -189,7 +232,6 @@ def main() -> None:
         elapsed = time.monotonic() - started
         print(f"{elapsed / 60:5.1f} min: {fz.tried} inputs tried, {fz.accepted} accepted, {fz.simulated} simulated, "
               f"{len(fz.seen)} distinct outcomes, {fz.findings} findings", flush=True)
-    fz.out.close()
     print(f"done: {fz.tried} inputs tried in {(time.monotonic() - started) / 60:.1f} min, {fz.accepted} accepted, "
           f"{fz.simulated} simulated, "
           f"{len(fz.seen)} distinct outcomes kept in {args.corpus}, {fz.findings} findings")
