@@ -21,6 +21,7 @@ import argparse
 import gzip
 import hashlib
 import json
+import os
 import re
 import sys
 import tempfile
@@ -64,6 +65,15 @@ def append_to_corpus(corpus: Path, doc: dict) -> None:
     `read_corpus` skips, and no earlier entry is lost."""
     with corpus.open("ab") as f:
         f.write(gzip.compress((json.dumps(doc, default=repr) + "\n").encode()))
+
+
+def compact_corpus(corpus: Path) -> None:
+    """Rewrite the corpus as one gzip member (one member per entry is
+    robust but ~3× larger), through a new file put in place at once."""
+    docs, _ = read_corpus(corpus)
+    tmp = corpus.with_name(corpus.name + ".tmp")
+    tmp.write_bytes(gzip.compress("".join(json.dumps(d, default=repr) + "\n" for d in docs).encode(), mtime=0))
+    os.replace(tmp, corpus)
 
 
 def read_corpus(corpus: Path) -> tuple[list[dict], int]:
@@ -232,6 +242,8 @@ def main() -> None:
         elapsed = time.monotonic() - started
         print(f"{elapsed / 60:5.1f} min: {fz.tried} inputs tried, {fz.accepted} accepted, {fz.simulated} simulated, "
               f"{len(fz.seen)} distinct outcomes, {fz.findings} findings", flush=True)
+    if args.corpus.exists():
+        compact_corpus(args.corpus)
     print(f"done: {fz.tried} inputs tried in {(time.monotonic() - started) / 60:.1f} min, {fz.accepted} accepted, "
           f"{fz.simulated} simulated, "
           f"{len(fz.seen)} distinct outcomes kept in {args.corpus}, {fz.findings} findings")

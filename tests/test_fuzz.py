@@ -73,3 +73,5 @@ def test_fuzz_corpus_survives_a_run_cut_off_mid_write(tmp_path):
     docs, lost = fuzz.read_corpus(corpus)
     assert lost > 0
     assert docs == entries[:199] + entries[200:]
+    fuzz.compact_corpus(corpus)  # what a run that ends normally does
+    assert fuzz.read_corpus(corpus) == (entries[:199] + entries[200:], 0)
