@@ -69,44 +69,73 @@ def append_to_corpus(corpus: Path, doc: dict) -> None:
 
 def compact_corpus(corpus: Path) -> None:
     """Rewrite the corpus as one gzip member (one member per entry is
-    robust but ~3× larger), through a new file put in place at once."""
-    docs, _ = read_corpus(corpus)
-    tmp = corpus.with_name(corpus.name + ".tmp")
-    tmp.write_bytes(gzip.compress("".join(json.dumps(d, default=repr) + "\n" for d in docs).encode(), mtime=0))
+    robust but ~3× larger), through a new file put in place at once; not
+    when something in it could not be read (left as it is, for a look)."""
+    docs, lost = read_corpus(corpus)
+    if lost:
+        return
+    fd, tmp = tempfile.mkstemp(dir=corpus.parent, prefix=corpus.name + ".")
+    with os.fdopen(fd, "wb") as f:
+        f.write(gzip.compress("".join(json.dumps(d, default=repr) + "\n" for d in docs).encode(), mtime=0))
+        f.flush()
+        os.fsync(f.fileno())
     os.replace(tmp, corpus)
 
 
 def read_corpus(corpus: Path) -> tuple[list[dict], int]:
     """The corpus's entries, member by member, and how many bytes were
-    skipped: a member cut off by an interrupted run (up to the next gzip
-    header) and a last line left incomplete by one."""
-    data = corpus.read_bytes()
+    skipped. A member cut off by an interrupted run ends where the next
+    whole member (one that decodes to its end, checksum included) begins;
+    its whole lines are kept, its last, cut line is not."""
+    data = memoryview(corpus.read_bytes())  # (slices without copies)
     docs: list[dict] = []
     lost = 0
     at = 0
     while at < len(data):
-        member = zlib.decompressobj(wbits=31)
-        text, fed, end = b"", at, None
-        while end is None:
-            try:  # (in pieces, to keep what comes before a cut)
-                text += member.decompress(data[fed:fed + 512])
-            except zlib.error:
-                end = data.find(GZIP_MAGIC, at + 1)
-                end = len(data) if end < 0 else end
-                lost += end - at  # (an overestimate by what was read of it)
-                break
-            fed = min(fed + 512, len(data))
-            if member.eof:
-                end = fed - len(member.unused_data)
-            elif fed == len(data):
-                end = fed  # cut off at the end of the file
+        text, end = _member(data, at)
+        if end is None:  # cut off
+            end = data.obj.find(GZIP_MAGIC, at + 1)
+            while end >= 0 and _member(data, end)[1] is None:
+                end = data.obj.find(GZIP_MAGIC, end + 1)
+            end = len(data) if end < 0 else end
+            text = _prefix(data[at:end])
+            lost += end - at
+            text = text[: text.rfind(b"\n") + 1]
         for line in text.splitlines():
             try:
-                docs.append(json.loads(line))
-            except json.JSONDecodeError:
+                doc = json.loads(line)
+            except ValueError:  # (UnicodeDecodeError too)
+                doc = None
+            if isinstance(doc, dict):
+                docs.append(doc)
+            else:
                 lost += len(line)
         at = end
     return docs, lost
+
+
+def _member(data: memoryview, at: int) -> tuple[bytes, int | None]:
+    """The gzip member at `at`, decoded, and where it ends; None if it does
+    not decode to its end (cut off, or not a member)."""
+    member = zlib.decompressobj(wbits=31)
+    try:
+        text = member.decompress(data[at:])
+    except zlib.error:
+        return b"", None
+    return (text, len(data) - len(member.unused_data)) if member.eof else (b"", None)
+
+
+def _prefix(cut: memoryview) -> bytes:
+    """What a cut-off member decodes to before it ends (in small pieces, so
+    that an error keeps what came before it)."""
+    member = zlib.decompressobj(wbits=31)
+    text = b""
+    for k in range(0, len(cut), 512):
+        try:
+            text += member.decompress(cut[k:k + 512])
+        except zlib.error:
+            break
+    return text
 
 
 GZIP_MAGIC = b"\x1f\x8b\x08"

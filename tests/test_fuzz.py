@@ -3,6 +3,7 @@ Python API calls get a clean error or a scenario the engine accepts — never a
 traceback or a panic. Bounded for CI (about a minute); bench/fuzz.py runs the
 same property for as long as it is given, and runs the simulator too."""
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 from mutations import (api_calls, axes, check_api_calls, check_scenario_input, mutated_document, mutated_text, overrides,
@@ -46,32 +47,59 @@ def test_python_api_calls(calls):
     check_api_calls(calls)
 
 
-def test_fuzz_corpus_survives_a_run_cut_off_mid_write(tmp_path):
-    """bench/fuzz.py keeps what it learns in a gzip file it appends to; a
-    run stopped mid-write leaves a cut-off member, after which a plain
-    gzip reader fails: the fuzzer must still read every whole entry before
-    and after it (the committed corpus once had one, and the fuzzer would
-    not start)."""
+def _fuzz_module():
     import importlib.util
     from pathlib import Path
 
     spec = importlib.util.spec_from_file_location("fuzz", Path(__file__).parent.parent / "bench" / "fuzz.py")
     fuzz = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(fuzz)
+    return fuzz
+
+
+def _entries(n, start=0):
+    import random
+
+    rng = random.Random(start)
+    words = ["flows[0].rate", "must be", "a rate", "got", "'x'", "links.r1-r2", "at most", "10Gbps", "–", "é"]
+    return [{"kind": "document", "input": {"n": i}, "outcome": " ".join(rng.choices(words, k=rng.randrange(1, 300))),
+             "shapes": [f"s{i}"]} for i in range(start, start + n)]
+
+
+@pytest.mark.parametrize("after", [1, 2, 100])
+@pytest.mark.parametrize("compacted", [False, True])
+def test_fuzz_corpus_survives_a_run_cut_off_mid_write(tmp_path, after, compacted):
+    """bench/fuzz.py keeps what it learns in a gzip file it appends to; a
+    run stopped mid-write leaves a cut-off member, after which a plain
+    gzip reader fails: the fuzzer must still read every whole entry before
+    and after it (the committed corpus once had one, and the fuzzer would
+    not start), and nothing else. The cut falls inside the last entry
+    written one at a time, or inside a corpus compacted into one member."""
+    fuzz = _fuzz_module()
     corpus = tmp_path / "corpus.jsonl.gz"
-    entries = [{"kind": "document", "input": {"n": i}, "outcome": "x" * (i % 7), "shapes": [f"s{i}"]} for i in range(300)]
+    entries = _entries(200)
     for doc in entries[:100]:
         fuzz.append_to_corpus(corpus, doc)
-    for doc in entries[100:199]:  # a run that is stopped while writing its last entry
+    if compacted:
+        fuzz.compact_corpus(corpus)
+    for doc in entries[100:199]:
         fuzz.append_to_corpus(corpus, doc)
-    before = corpus.stat().st_size
-    fuzz.append_to_corpus(corpus, entries[199])
+    if compacted:  # one member holds all 199; the cut loses those after its point
+        fuzz.compact_corpus(corpus)
+        before = 0
+    else:
+        before = corpus.stat().st_size
+        fuzz.append_to_corpus(corpus, entries[199])
     data = corpus.read_bytes()
     corpus.write_bytes(data[:before + (len(data) - before) // 2])
-    for doc in entries[200:]:  # the next run appends
+    later = _entries(after, start=1000)
+    for doc in later:  # the next run appends
         fuzz.append_to_corpus(corpus, doc)
     docs, lost = fuzz.read_corpus(corpus)
     assert lost > 0
-    assert docs == entries[:199] + entries[200:]
-    fuzz.compact_corpus(corpus)  # what a run that ends normally does
-    assert fuzz.read_corpus(corpus) == (entries[:199] + entries[200:], 0)
+    kept = docs[: len(docs) - after]
+    assert docs[len(docs) - after:] == later
+    assert kept == entries[: len(kept)]  # whole entries from before the cut, in order, nothing invented
+    assert len(kept) >= (199 if not compacted else 50)
+    fuzz.compact_corpus(corpus)  # not with something unreadable in it: left for a look
+    assert fuzz.read_corpus(corpus) == (docs, lost)
