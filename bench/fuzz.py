@@ -59,6 +59,9 @@ def shapes(outcome: str) -> set[str]:
     return out
 
 
+GZIP_MAGIC = b"\x1f\x8b\x08"
+
+
 def append_to_corpus(corpus: Path, doc: dict) -> None:
     """Add one entry as a gzip member of its own (members concatenate): a
     run stopped mid-write cuts off at most that member, which
@@ -136,9 +139,6 @@ def _prefix(cut: memoryview) -> bytes:
         except zlib.error:
             break
     return text
-
-
-GZIP_MAGIC = b"\x1f\x8b\x08"
 
 
 class Fuzzer:

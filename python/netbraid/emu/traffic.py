@@ -309,14 +309,15 @@ class IperfFlow:
 
         sent, retrans = delta("bytes_sent"), delta("retrans_total")
         srtt_ms, cwnd = mean("srtt_ms"), mean("cwnd")
+        srtt_mean = srtt_ms / 1e3 if srtt_ms is not None else row["rtt_mean_s"]
         out = {
             "retransmits": int(retrans) if retrans is not None else row["retransmits"],
             # data segments the sender put on the wire (lost ones included), headers counted per segment
             "throughput_bps": sent * (1 + header / mss) * 8 / dt if sent is not None and dt > 0 else None,
             # the kernel keeps no RTT samples to average: its smoothed RTT,
             # averaged over the readings, stands in for them
-            "rtt_mean_s": srtt_ms / 1e3 if srtt_ms is not None else row["rtt_mean_s"],
-            "srtt_mean_s": srtt_ms / 1e3 if srtt_ms is not None else row["rtt_mean_s"],
+            "rtt_mean_s": srtt_mean,
+            "srtt_mean_s": srtt_mean,
             "srtt_s": b["srtt_ms"] / 1e3 if "srtt_ms" in b else None,
             "cwnd_mean_bytes": cwnd * mss if cwnd is not None else None,
             "delivery_rate_bps": mean("delivery_rate_bps"),

@@ -376,6 +376,7 @@ impl Channel {
             c.tx_bytes -= p.size() as u64;
             c.loss_drops -= p.lost() as u64;
             let start = depart - serialisation_time(p.size() + self.framing_bytes, self.rate_bps);
+            // (a sum that saturated at admission stays saturated)
             if start > now && c.queue_wait_ns < u64::MAX {
                 c.queue_wait_ns = c.queue_wait_ns.saturating_sub(start - now);
             }

@@ -59,11 +59,11 @@ impl Maps {
         if let Some(m) = self.last.filter(holds) {
             return m.dsn + (seq - m.ssn);
         }
-        let next = (self.last_no + 1).checked_sub(self.dropped).map(|i| i as usize);
-        let k = match next.and_then(|i| self.maps.get(i)).filter(|m| self.last.is_some() && holds(m)) {
-            Some(_) => next.expect("a map was found at it"),
-            None => self.position(seq),
-        };
+        let k = (self.last_no + 1)
+            .checked_sub(self.dropped)
+            .map(|i| i as usize)
+            .filter(|&i| self.last.is_some() && self.maps.get(i).is_some_and(holds))
+            .unwrap_or_else(|| self.position(seq));
         debug_assert_eq!(k, self.position(seq), "the map after the last one holds seq");
         let m = self.maps[k];
         (self.last, self.last_no) = (Some(m), self.dropped + k as u64);
