@@ -280,6 +280,11 @@ pub struct EventQueue<E> {
     arrivals: Heap<E>,
     /// Everything scheduled with `schedule`: timers, starts, samples.
     others: Heap<E>,
+    /// The smaller of the two heaps' first keys, kept while both heaps are
+    /// settled (`None` after one gave up its root): nearly every event is
+    /// the run's first, and this lets the pop compare it with one key
+    /// instead of settling and reading both heaps each time.
+    heaps_first: Option<u128>,
     next_seq: u64,
     now: Time,
     executed: u64,
@@ -297,6 +302,7 @@ impl<E: Copy> EventQueue<E> {
             run: Run::new(),
             arrivals: Heap::new(),
             others: Heap::new(),
+            heaps_first: Some(u128::MAX),
             next_seq: 0,
             now: 0,
             executed: 0,
@@ -326,7 +332,12 @@ impl<E: Copy> EventQueue<E> {
     /// an event runs "now" to keep time monotone.
     pub fn schedule(&mut self, at: Time, event: E) {
         let key = self.reserve(at);
-        self.others.push(key.packed(), event);
+        self.push_other(key.packed(), event);
+    }
+
+    fn push_other(&mut self, key: u128, event: E) {
+        self.others.push(key, event);
+        self.heaps_first = self.heaps_first.map(|k| k.min(key));
     }
 
     /// Take the place in the order that an event scheduled now at `at`
@@ -351,21 +362,14 @@ impl<E: Copy> EventQueue<E> {
         debug_assert!(key.time >= self.now, "a reserved place already passed");
         if let Err((key, event)) = self.run.insert(key.packed(), event) {
             self.arrivals.push(key, event);
+            self.heaps_first = self.heaps_first.map(|k| k.min(key));
         }
     }
 
     /// Time of the next event, if any.
     pub fn peek_time(&mut self) -> Option<Time> {
-        let (key, ..) = self.first_keys();
+        let key = self.run.min_key().min(self.arrivals.min_key()).min(self.others.min_key());
         (key != u128::MAX).then_some((key >> 64) as Time)
-    }
-
-    /// The smallest key of all, then the run's, the arrivals' and the
-    /// others' first (`u128::MAX` where empty).
-    #[inline(always)]
-    fn first_keys(&mut self) -> (u128, u128, u128, u128) {
-        let (run, arrivals, others) = (self.run.min_key(), self.arrivals.min_key(), self.others.min_key());
-        (run.min(arrivals).min(others), run, arrivals, others)
     }
 
     /// Remove the earliest event and advance the clock to it.
@@ -377,16 +381,29 @@ impl<E: Copy> EventQueue<E> {
     /// by `until` (else leave it, and the clock, where they are).
     #[inline]
     pub fn pop_until(&mut self, until: Time) -> Option<(Time, E)> {
-        let (first, run, arrivals, _) = self.first_keys();
+        let run = self.run.min_key();
+        let heaps = match self.heaps_first {
+            Some(k) => k,
+            None => {
+                let k = self.arrivals.min_key().min(self.others.min_key());
+                self.heaps_first = Some(k);
+                k
+            }
+        };
+        let first = run.min(heaps);
         if first == u128::MAX || (first >> 64) as Time > until {
             return None;
         }
-        let event = if first == run {
+        let event = if run < heaps {
             self.run.pop_front()
-        } else if first == arrivals {
-            self.arrivals.take_root()
         } else {
-            self.others.take_root()
+            // (both heaps are settled here: `heaps_first` was known)
+            self.heaps_first = None;
+            if self.arrivals.min_key() == first {
+                self.arrivals.take_root()
+            } else {
+                self.others.take_root()
+            }
         };
         self.now = (first >> 64) as Time;
         self.executed += 1;
@@ -499,7 +516,7 @@ mod tests {
                     let at = q.now() + next() % 50_000_000; // a timer
                     let key = q.reserve(at);
                     expected.push((key.packed(), round));
-                    q.others.push(key.packed(), round);
+                    q.push_other(key.packed(), round);
                     continue;
                 }
             };

@@ -39,7 +39,7 @@ use super::queue::DropTailQueue;
 use super::red::{Red, RedVerdict};
 use super::{ChannelId, IfaceId, NodeId};
 use crate::engine::time::serialisation_time;
-use crate::engine::{EventKey, RandomStream, Time};
+use crate::engine::{EventKey, RandomStream, Ring, Time};
 use crate::ids::PacketRef;
 use std::collections::VecDeque;
 
@@ -108,7 +108,7 @@ pub struct Channel {
     // -- line 1: the FIFO
     /// Every packet admitted and not yet arrived, in order: waiting, on the
     /// transmitter, on the wire.
-    pub in_link: VecDeque<InLink>,
+    pub in_link: Ring<InLink>,
     /// Occupancy of the waiting packets: the last `queue.len()` entries of
     /// `in_link`, as of the last `advance`.
     pub queue: DropTailQueue,

@@ -212,7 +212,7 @@ fn rate_server(c: &Config, seed: u64) -> Channel {
             .red
             .map(|p| Box::new(Red::new(p, typical_tx(c), RandomStream::new(seed, "red")))),
         loss: LossProcess::with_outages(c.loss.clone(), RandomStream::new(seed, "loss"), c.down.clone()),
-        in_link: VecDeque::new(),
+        in_link: crate::engine::Ring::new(),
         busy_until: 0,
         lost_in_link: 0,
         counters: ChannelCounters::default(),

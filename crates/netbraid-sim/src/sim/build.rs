@@ -8,7 +8,7 @@ use super::measure::Meter;
 use super::{Flow, Leg, Simulation, Slot, Tracks};
 use crate::endpoint::Path;
 use crate::engine::time::serialisation_time;
-use crate::engine::{EventQueue, RandomStream, Time};
+use crate::engine::{EventQueue, RandomStream, Ring, Time};
 use crate::error::SimError;
 use crate::ids::{EndpointId, FlowId};
 use crate::net::link::{Channel, ChannelCounters, JitterLine};
@@ -20,7 +20,6 @@ use crate::net::routing::{Graph, RoutingTable};
 use crate::net::{ChannelId, IfaceId, NodeId};
 use crate::scenario::{DirectionSpec, FlowSpec, LossSpec, PathSpec, ProxySpec, Scenario};
 use crate::trace::pcap::Captures;
-use std::collections::VecDeque;
 
 /// Largest time the engine accepts (about 115 days): every sum of times then
 /// stays far inside u64 nanoseconds.
@@ -269,7 +268,7 @@ fn build_network(scn: &Scenario) -> Result<Network, SimError> {
                     Box::new(Red::new(p, serialisation_time(1000, spec.rate_bps), stream))
                 }),
                 loss: LossProcess::with_outages(LossModel::from(&spec.loss), stream, spec.down.clone()),
-                in_link: VecDeque::new(),
+                in_link: Ring::new(),
                 busy_until: 0,
                 lost_in_link: 0,
                 counters: ChannelCounters::default(),
