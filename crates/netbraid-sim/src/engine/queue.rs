@@ -368,7 +368,11 @@ impl<E: Copy> EventQueue<E> {
 
     /// Time of the next event, if any.
     pub fn peek_time(&mut self) -> Option<Time> {
-        let key = self.run.min_key().min(self.arrivals.min_key()).min(self.others.min_key());
+        let key = self
+            .run
+            .min_key()
+            .min(self.arrivals.min_key())
+            .min(self.others.min_key());
         (key != u128::MAX).then_some((key >> 64) as Time)
     }
 

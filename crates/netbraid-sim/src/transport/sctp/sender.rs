@@ -1090,7 +1090,12 @@ impl StreamSender for SctpSender {
     }
 
     fn on_timer(&mut self, now: Time, out: &mut Outbox) {
-        if self.aborted {
+        // Data goes out after a timer that fired, not on every wake-up: the
+        // simulator may wake an endpoint when nothing is due (a timer that
+        // was stopped or moved later), and a sending round there would
+        // start a new Max.Burst and move CMT's rotation at moments no
+        // stack would send.
+        if self.aborted || self.poll_at().is_none_or(|t| t > now) {
             return;
         }
         for d in 0..self.dests.len() {
