@@ -589,7 +589,8 @@ fn parsed_flows_with_the_same_settings_share_one_copy() {
 /// per endpoint), over lossy, congested links: the results must be the
 /// same but for the count of events. (It found the SCTP sender starting a
 /// sending round, with a fresh Max.Burst and CMT's next destination, on
-/// every wake-up.)
+/// every wake-up, and the MPTCP sender running its scheduler there, whose
+/// penalisation is rationed by time.)
 #[test]
 fn spurious_wake_ups_change_nothing() {
     let linux_tcp = || TcpConfig {
@@ -692,6 +693,100 @@ fn spurious_wake_ups_change_nothing() {
                     mptcp: Default::default(),
                 },
                 true,
+            ),
+        ),
+        (
+            "mptcp-lia-minrtt-small-buffer",
+            two_links(
+                "mptcp-lia-minrtt-small-buffer",
+                FlowKind::Mptcp {
+                    tcp: Box::new(TcpConfig {
+                        cc: "lia".into(),
+                        cc_params: Default::default(),
+                        rcvbuf: 64 * 1024,
+                        ..linux_tcp()
+                    }),
+                    bytes: None,
+                    mptcp: Box::new(crate::transport::mptcp::MptcpConfig {
+                        scheduler: crate::transport::mptcp::Scheduler::MinRtt,
+                        opportunistic_retransmission: true,
+                        penalisation: true,
+                        reinjection: Some(crate::transport::mptcp::Reinjection::SubflowTimeout),
+                        ..Default::default()
+                    }),
+                },
+                true,
+            ),
+        ),
+        (
+            "mptcp-olia-round-robin",
+            two_links(
+                "mptcp-olia-round-robin",
+                FlowKind::Mptcp {
+                    tcp: Box::new(TcpConfig {
+                        cc: "olia".into(),
+                        ..TcpConfig::default()
+                    }),
+                    bytes: None,
+                    mptcp: Box::new(crate::transport::mptcp::MptcpConfig {
+                        scheduler: crate::transport::mptcp::Scheduler::RoundRobin,
+                        ..Default::default()
+                    }),
+                },
+                true,
+            ),
+        ),
+        (
+            "mptcp-balia-redundant",
+            two_links(
+                "mptcp-balia-redundant",
+                FlowKind::Mptcp {
+                    tcp: Box::new(TcpConfig {
+                        cc: "balia".into(),
+                        ..TcpConfig::default()
+                    }),
+                    bytes: None,
+                    mptcp: Box::new(crate::transport::mptcp::MptcpConfig {
+                        scheduler: crate::transport::mptcp::Scheduler::Redundant,
+                        ..Default::default()
+                    }),
+                },
+                true,
+            ),
+        ),
+        (
+            "tcp-hstcp",
+            two_links(
+                "tcp-hstcp",
+                tcp_with(TcpConfig {
+                    cc: "hstcp".into(),
+                    ..TcpConfig::default()
+                }),
+                false,
+            ),
+        ),
+        (
+            "tcp-ghstcp-approx",
+            two_links(
+                "tcp-ghstcp-approx",
+                tcp_with(TcpConfig {
+                    cc: "ghstcp-approx".into(),
+                    ..TcpConfig::default()
+                }),
+                false,
+            ),
+        ),
+        (
+            "tcp-ns2-tahoe",
+            two_links(
+                "tcp-ns2-tahoe",
+                tcp_with(TcpConfig {
+                    semantics: crate::transport::tcp::Semantics::Ns2,
+                    recovery: crate::transport::tcp::Recovery::Tahoe,
+                    delayed_ack: false,
+                    ..TcpConfig::default()
+                }),
+                false,
             ),
         ),
         ("sctp-cmt", two_links("sctp-cmt", sctp(true), true)),

@@ -991,6 +991,13 @@ impl StreamSender for MptcpSender {
         self.push(now, out);
     }
     fn on_timer(&mut self, now: Time, out: &mut Outbox) {
+        // Only a timer that fired sends: the simulator may wake the
+        // connection when nothing is due (a timer stopped or moved later),
+        // and a scheduling round there would penalise a subflow or resend a
+        // chunk at a moment no stack would (the penalty is rationed by time).
+        if self.poll_at().is_none_or(|t| t > now) {
+            return;
+        }
         self.mark_all();
         for i in 0..self.subflows.len() {
             if let Join::Sent {
