@@ -789,6 +789,36 @@ fn spurious_wake_ups_change_nothing() {
                 false,
             ),
         ),
+        ("tcp-slow-reader-ecn-red-jitter-outage", {
+            // a reader slower than the path (the window closes and the
+            // persist timer probes), ECN marks from RED, link jitter,
+            // and link 0 down for a while (RTOs, backoff)
+            let mut scn = two_links(
+                "tcp-slow-reader-ecn-red-jitter-outage",
+                FlowKind::Tcp {
+                    tcp: TcpConfig {
+                        ecn: true,
+                        rcvbuf: 8 * 1024,
+                        ..linux_tcp()
+                    }
+                    .into(),
+                    bytes: None,
+                    read_rate_bps: Some(400_000),
+                },
+                false,
+            );
+            scn.links[0].ab.queue.red = Some(crate::net::red::RedParams {
+                min_th: 5.0,
+                max_th: 15.0,
+                max_p: 0.1,
+                w_q: 0.002,
+                gentle: true,
+                ecn: true,
+            });
+            scn.links[0].ab.jitter_ns = 200 * 1000;
+            scn.links[0].ab.down = vec![(SECOND, SECOND + 700 * MILLISECOND)];
+            scn
+        }),
         ("sctp-cmt", two_links("sctp-cmt", sctp(true), true)),
         ("sctp", two_links("sctp", sctp(false), true)),
         ("relay and on-off", relayed),
