@@ -581,18 +581,9 @@ fn parsed_flows_with_the_same_settings_share_one_copy() {
     assert_reno_pair_and_cubic_pair_share(&scn);
 }
 
-/// Endpoints are polled, not called back at their deadlines (smoltcp's
-/// contract): the simulator may wake one when nothing is due — a timer
-/// stopped or moved later leaves its wake-up in the queue — and what it
-/// does must not depend on such wake-ups. Every kind of endpoint, run as
-/// usual and then with a wake-up every 0.7 ms on top (a different phase
-/// per endpoint), over lossy, congested links: the results must be the
-/// same but for the count of events. (It found the SCTP sender starting a
-/// sending round, with a fresh Max.Burst and CMT's next destination, on
-/// every wake-up, and the MPTCP sender running its scheduler there, whose
-/// penalisation is rationed by time.)
-#[test]
-fn spurious_wake_ups_change_nothing() {
+/// Every kind of endpoint, each in a small scenario of its own over lossy,
+/// congested links: the cases of the tests below.
+fn endpoint_cases() -> Vec<(&'static str, Scenario)> {
     let linux_tcp = || TcpConfig {
         cc: "cubic".into(),
         cc_params: [
@@ -823,35 +814,98 @@ fn spurious_wake_ups_change_nothing() {
         ("sctp", two_links("sctp", sctp(false), true)),
         ("relay and on-off", relayed),
     ];
-    for (name, mut scn) in cases {
-        for l in &mut scn.links {
-            l.ab.loss = LossSpec::Bernoulli { p: 0.002 };
-        }
-        let run = |spurious: bool| {
-            let mut sim = Simulation::new(&scn).unwrap();
-            if spurious {
-                for ep in 0..sim.endpoints.len() {
-                    for k in 0..(scn.duration_ns / (700 * 1000)) {
-                        let at = k * 700 * 1000 + 37 * 1000 * ep as Time;
-                        sim.events
-                            .schedule(at, super::Event::Wake(crate::ids::EndpointId(ep as u32)));
-                    }
-                }
+    cases
+        .into_iter()
+        .map(|(name, mut scn)| {
+            for l in &mut scn.links {
+                l.ab.loss = LossSpec::Bernoulli { p: 0.002 };
             }
-            let mut r = serde_json::to_value(sim.run().unwrap()).unwrap();
-            let o = r.as_object_mut().unwrap();
-            o.remove("wall_s");
-            o.remove("events");
-            r
-        };
-        let (plain, woken) = (run(false), run(true));
-        for f in plain["flows"].as_array().unwrap() {
-            assert!(
-                f["bytes_delivered"].as_u64().unwrap() > 0,
-                "{name}: {} delivered nothing",
-                f["name"]
-            );
+            (name, scn)
+        })
+        .collect()
+}
+
+/// A run's results as JSON, less what may differ between two runs of the
+/// same scenario (the wall time, the count of events) and `drop`.
+fn results_less(sim: Simulation, drop: &[&str]) -> serde_json::Value {
+    let mut r = serde_json::to_value(sim.run().unwrap()).unwrap();
+    let o = r.as_object_mut().unwrap();
+    for key in ["wall_s", "events"].iter().chain(drop) {
+        o.remove(*key);
+    }
+    for f in r["flows"].as_array().unwrap() {
+        assert!(
+            f["bytes_delivered"].as_u64().unwrap() > 0,
+            "{} delivered nothing",
+            f["name"]
+        );
+    }
+    r
+}
+
+/// `a` and `b` are the same results: every field equal, floating-point
+/// ones up to rounding (a time-weighted mean integrated in more steps is
+/// summed in another order).
+fn assert_same(a: &serde_json::Value, b: &serde_json::Value, at: &str) {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            assert_eq!(x.len(), y.len(), "{at}: other fields");
+            for (k, v) in x {
+                assert_same(v, &y[k], &format!("{at}.{k}"));
+            }
         }
-        assert!(plain == woken, "{name}: results change with spurious wake-ups");
+        (Value::Array(x), Value::Array(y)) => {
+            assert_eq!(x.len(), y.len(), "{at}: other lengths");
+            for (i, (v, w)) in x.iter().zip(y).enumerate() {
+                assert_same(v, w, &format!("{at}[{i}]"));
+            }
+        }
+        (Value::Number(x), Value::Number(y)) if x.is_f64() || y.is_f64() => {
+            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+            assert!((x - y).abs() <= 1e-12 * x.abs().max(y.abs()), "{at}: {x} against {y}");
+        }
+        _ => assert_eq!(a, b, "{at}"),
+    }
+}
+
+/// Endpoints are polled, not called back at their deadlines (smoltcp's
+/// contract): the simulator may wake one when nothing is due — a timer
+/// stopped or moved later leaves its wake-up in the queue — and what it
+/// does must not depend on such wake-ups. Every kind of endpoint, run as
+/// usual and then with a wake-up every 0.7 ms on top (a different phase
+/// per endpoint), over lossy, congested links: the results must be the
+/// same but for the count of events. (It found the SCTP sender starting a
+/// sending round, with a fresh Max.Burst and CMT's next destination, on
+/// every wake-up, and the MPTCP sender running its scheduler there, whose
+/// penalisation is rationed by time.)
+#[test]
+fn spurious_wake_ups_change_nothing() {
+    for (name, scn) in endpoint_cases() {
+        let mut woken = Simulation::new(&scn).unwrap();
+        for ep in 0..woken.endpoints.len() {
+            for k in 0..(scn.duration_ns / (700 * 1000)) {
+                let at = k * 700 * 1000 + 37 * 1000 * ep as Time;
+                woken
+                    .events
+                    .schedule(at, super::Event::Wake(crate::ids::EndpointId(ep as u32)));
+            }
+        }
+        let plain = results_less(Simulation::new(&scn).unwrap(), &[]);
+        assert_same(&plain, &results_less(woken, &[]), &format!("{name}, woken"));
+    }
+}
+
+/// Sampling time series reads every endpoint's state (through `&mut`:
+/// integrals are brought up to the sample) every interval; it must not
+/// change what the run does. The same cases with a sample every 7 ms: the
+/// results the same but for the series.
+#[test]
+fn sampling_changes_nothing_but_the_series() {
+    for (name, mut scn) in endpoint_cases() {
+        let plain = results_less(Simulation::new(&scn).unwrap(), &["series"]);
+        scn.measure.interval_ns = Some(7 * MILLISECOND);
+        let sampled = results_less(Simulation::new(&scn).unwrap(), &["series"]);
+        assert_same(&plain, &sampled, &format!("{name}, sampled"));
     }
 }

@@ -579,7 +579,7 @@ impl MptcpSender {
         // Penalisation: the slower subflow that has the chunk, in the Open state.
         if self.penalisation && owner_srtt > srtt_s {
             let due = self.last_optimisation[s].is_none_or(|t| now >= t + srtt_s);
-            if due && self.subflows[owner].tcp.penalise() {
+            if due && self.subflows[owner].tcp.penalise(now) {
                 self.last_optimisation[s] = Some(now);
                 self.mark(owner);
             }

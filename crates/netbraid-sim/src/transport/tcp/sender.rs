@@ -501,6 +501,7 @@ impl TcpSender {
     /// what the windows allow, and returns the bytes taken.
     pub fn write(&mut self, now: Time, bytes: u64, out: &mut Outbox) -> u64 {
         self.begin(now);
+        self.integrate_to(now);
         // A whole segment already waiting means the windows hold data back
         // (not Nagle, not a lack of data): bytes behind it cannot go now.
         // (MPTCP tops up deep subflow queues on every ACK: this skips a
@@ -643,10 +644,11 @@ impl TcpSender {
     }
     /// MPTCP's penalisation (see `CongestionControl::penalise`), applied
     /// only in the Open state (not in recovery, no timeout pending).
-    pub fn penalise(&mut self) -> bool {
+    pub fn penalise(&mut self, now: Time) -> bool {
         if self.in_recovery || self.timed_out() {
             return false;
         }
+        self.integrate_to(now);
         self.cc.penalise();
         true
     }
@@ -1115,6 +1117,9 @@ impl TcpSender {
 
     /// Timer expiry (the simulator calls this at or after `poll_at`).
     pub fn on_timer(&mut self, now: Time, out: &mut Outbox) {
+        // (the window and the RTT as they were up to now: what fires below
+        // may change them)
+        self.integrate_to(now);
         if self.pacing_deadline.is_some_and(|d| now >= d) {
             self.pacing_deadline = None;
             self.send_available(now, out);
