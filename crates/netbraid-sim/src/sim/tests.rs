@@ -612,6 +612,24 @@ fn endpoint_cases() -> Vec<(&'static str, Scenario)> {
         bytes: None,
         read_rate_bps: None,
     };
+    let tcp_named = |cc: &str| {
+        tcp_with(TcpConfig {
+            cc: cc.into(),
+            ..TcpConfig::default()
+        })
+    };
+    use crate::transport::mptcp::Scheduler;
+    let mptcp_with = |cc: &str, scheduler: Scheduler| FlowKind::Mptcp {
+        tcp: Box::new(TcpConfig {
+            cc: cc.into(),
+            ..TcpConfig::default()
+        }),
+        bytes: None,
+        mptcp: Box::new(crate::transport::mptcp::MptcpConfig {
+            scheduler,
+            ..Default::default()
+        }),
+    };
     let sctp = |cmt: bool| FlowKind::Sctp {
         sctp: Box::new(crate::transport::sctp::SctpConfig {
             cmt,
@@ -699,7 +717,7 @@ fn endpoint_cases() -> Vec<(&'static str, Scenario)> {
                     }),
                     bytes: None,
                     mptcp: Box::new(crate::transport::mptcp::MptcpConfig {
-                        scheduler: crate::transport::mptcp::Scheduler::MinRtt,
+                        scheduler: Scheduler::MinRtt,
                         opportunistic_retransmission: true,
                         penalisation: true,
                         reinjection: Some(crate::transport::mptcp::Reinjection::SubflowTimeout),
@@ -713,59 +731,18 @@ fn endpoint_cases() -> Vec<(&'static str, Scenario)> {
             "mptcp-olia-round-robin",
             two_links(
                 "mptcp-olia-round-robin",
-                FlowKind::Mptcp {
-                    tcp: Box::new(TcpConfig {
-                        cc: "olia".into(),
-                        ..TcpConfig::default()
-                    }),
-                    bytes: None,
-                    mptcp: Box::new(crate::transport::mptcp::MptcpConfig {
-                        scheduler: crate::transport::mptcp::Scheduler::RoundRobin,
-                        ..Default::default()
-                    }),
-                },
+                mptcp_with("olia", Scheduler::RoundRobin),
                 true,
             ),
         ),
         (
             "mptcp-balia-redundant",
-            two_links(
-                "mptcp-balia-redundant",
-                FlowKind::Mptcp {
-                    tcp: Box::new(TcpConfig {
-                        cc: "balia".into(),
-                        ..TcpConfig::default()
-                    }),
-                    bytes: None,
-                    mptcp: Box::new(crate::transport::mptcp::MptcpConfig {
-                        scheduler: crate::transport::mptcp::Scheduler::Redundant,
-                        ..Default::default()
-                    }),
-                },
-                true,
-            ),
+            two_links("mptcp-balia-redundant", mptcp_with("balia", Scheduler::Redundant), true),
         ),
-        (
-            "tcp-hstcp",
-            two_links(
-                "tcp-hstcp",
-                tcp_with(TcpConfig {
-                    cc: "hstcp".into(),
-                    ..TcpConfig::default()
-                }),
-                false,
-            ),
-        ),
+        ("tcp-hstcp", two_links("tcp-hstcp", tcp_named("hstcp"), false)),
         (
             "tcp-ghstcp-approx",
-            two_links(
-                "tcp-ghstcp-approx",
-                tcp_with(TcpConfig {
-                    cc: "ghstcp-approx".into(),
-                    ..TcpConfig::default()
-                }),
-                false,
-            ),
+            two_links("tcp-ghstcp-approx", tcp_named("ghstcp-approx"), false),
         ),
         (
             "tcp-ns2-tahoe",
