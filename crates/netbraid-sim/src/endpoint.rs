@@ -129,7 +129,12 @@ pub trait Endpoint {
     }
     /// A packet arrived for this endpoint on path `packet.path`.
     fn on_packet(&mut self, now: Time, rx: Received<'_>, out: &mut Outbox);
-    /// A timer it asked for (through `poll_at`) may have expired.
+    /// A timer it asked for (through `poll_at`) may have expired — or not:
+    /// the simulator may call this when nothing is due (a timer stopped or
+    /// moved later leaves its wake-up queued), and such a call must change
+    /// nothing. Act on what is due at `now`, never on the call itself
+    /// (`sim::tests::spurious_wake_ups_change_nothing` holds every endpoint
+    /// to it).
     fn on_timer(&mut self, now: Time, out: &mut Outbox);
     /// When it next needs `on_timer`.
     fn poll_at(&self) -> Option<Time>;
@@ -138,7 +143,8 @@ pub trait Endpoint {
         1
     }
     /// Counters and state now. Takes `&mut` so time integrals (mean cwnd)
-    /// can be brought up to `now`.
+    /// can be brought up to `now`; reading them must change nothing else
+    /// (`sim::tests::sampling_changes_nothing_but_the_series`).
     fn snapshot(&mut self, now: Time, scope: Scope) -> Snapshot;
     fn report(&self) -> Report {
         Report::default()
