@@ -886,3 +886,53 @@ fn sampling_changes_nothing_but_the_series() {
         assert_same(&plain, &sampled, &format!("{name}, sampled"));
     }
 }
+
+/// What a measurement window reports does not depend on what happens after
+/// it: the cases run for 3 s with the window [0, 2 s], and for 2 s. Only
+/// what the results give as of the run's end may differ (the state at the
+/// end — window, smoothed RTT, RTO, the smallest RTT seen, pacing rate —
+/// and the whole run's accounting and packet-hops); every windowed figure,
+/// the links' included, must be the same. (Guards against counting at the
+/// window's edge what only the run's end decides, as a packet lost on the
+/// wire is counted when it departs.)
+#[test]
+fn a_window_reports_the_same_in_a_longer_run() {
+    const AT_THE_END: [&str; 9] = [
+        "accounting",
+        "cwnd_bytes",
+        "srtt_s",
+        "ssthresh_bytes",
+        "rto_s",
+        "rtt_min_s",
+        "pacing_rate_bps",
+        "completion_time_s",
+        "relay_buffer_max_bytes",
+    ];
+    // (from every flow, and from its subflows and legs)
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(o) => {
+                for key in AT_THE_END {
+                    o.remove(key);
+                }
+                o.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let windowed = |mut r: serde_json::Value| {
+        strip(&mut r["flows"]);
+        r
+    };
+    for (name, scn) in endpoint_cases() {
+        let mut long = scn.clone();
+        (long.duration_ns, long.measure.stop_ns) = (3 * SECOND, 2 * SECOND);
+        let mut short = scn.clone();
+        (short.duration_ns, short.measure.stop_ns) = (2 * SECOND, 2 * SECOND);
+        let ends = ["duration_s", "packet_hops"];
+        let long = windowed(results_less(Simulation::new(&long).unwrap(), &ends));
+        let short = windowed(results_less(Simulation::new(&short).unwrap(), &ends));
+        assert_same(&long, &short, &format!("{name}, window [0, 2 s] of 3 s against 2 s"));
+    }
+}
