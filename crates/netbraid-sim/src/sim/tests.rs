@@ -647,7 +647,7 @@ fn endpoint_cases() -> Vec<(&'static str, Scenario)> {
         shape: 1.5,
     };
     // a —(links 0, 1)— b: interfaces 0 and 2 on a, 1 and 3 on b
-    let two_links = |name: &str, kind: FlowKind, two_paths: bool| {
+    let two_links = |name: &'static str, kind: FlowKind, two_paths: bool| {
         let mut flows = vec![flow(name, 0, 1, kind), flow("beside", 0, 1, tcp())];
         if two_paths {
             flows[0].paths = [(0, 1), (2, 3)]
@@ -657,7 +657,10 @@ fn endpoint_cases() -> Vec<(&'static str, Scenario)> {
                 })
                 .to_vec();
         }
-        scenario(&[("a", false), ("b", false)], &[(0, 1), (0, 1)], flows, 3 * SECOND)
+        (
+            name,
+            scenario(&[("a", false), ("b", false)], &[(0, 1), (0, 1)], flows, 3 * SECOND),
+        )
     };
     let relayed = {
         // a — p — b, the flow split at p, an on-off source beside it
@@ -678,90 +681,69 @@ fn endpoint_cases() -> Vec<(&'static str, Scenario)> {
         scn
     };
     let cases = vec![
-        ("tcp", two_links("tcp", tcp(), false)),
-        ("tcp-linux", two_links("tcp-linux", tcp_with(linux_tcp()), false)),
-        (
+        two_links("tcp", tcp(), false),
+        two_links("tcp-linux", tcp_with(linux_tcp()), false),
+        two_links(
             "tcp-bbr",
-            two_links(
-                "tcp-bbr",
-                tcp_with(TcpConfig {
-                    cc: "bbr".into(),
+            tcp_with(TcpConfig {
+                cc: "bbr".into(),
+                cc_params: Default::default(),
+                ..linux_tcp()
+            }),
+            false,
+        ),
+        two_links(
+            "mptcp",
+            FlowKind::Mptcp {
+                tcp: Box::new(linux_tcp()),
+                bytes: None,
+                mptcp: Default::default(),
+            },
+            true,
+        ),
+        two_links(
+            "mptcp-lia-minrtt-small-buffer",
+            FlowKind::Mptcp {
+                tcp: Box::new(TcpConfig {
+                    cc: "lia".into(),
                     cc_params: Default::default(),
+                    rcvbuf: 64 * 1024,
                     ..linux_tcp()
                 }),
-                false,
-            ),
-        ),
-        (
-            "mptcp",
-            two_links(
-                "mptcp",
-                FlowKind::Mptcp {
-                    tcp: Box::new(linux_tcp()),
-                    bytes: None,
-                    mptcp: Default::default(),
-                },
-                true,
-            ),
-        ),
-        (
-            "mptcp-lia-minrtt-small-buffer",
-            two_links(
-                "mptcp-lia-minrtt-small-buffer",
-                FlowKind::Mptcp {
-                    tcp: Box::new(TcpConfig {
-                        cc: "lia".into(),
-                        cc_params: Default::default(),
-                        rcvbuf: 64 * 1024,
-                        ..linux_tcp()
-                    }),
-                    bytes: None,
-                    mptcp: Box::new(crate::transport::mptcp::MptcpConfig {
-                        scheduler: Scheduler::MinRtt,
-                        opportunistic_retransmission: true,
-                        penalisation: true,
-                        reinjection: Some(crate::transport::mptcp::Reinjection::SubflowTimeout),
-                        ..Default::default()
-                    }),
-                },
-                true,
-            ),
-        ),
-        (
-            "mptcp-olia-round-robin",
-            two_links(
-                "mptcp-olia-round-robin",
-                mptcp_with("olia", Scheduler::RoundRobin),
-                true,
-            ),
-        ),
-        (
-            "mptcp-balia-redundant",
-            two_links("mptcp-balia-redundant", mptcp_with("balia", Scheduler::Redundant), true),
-        ),
-        ("tcp-hstcp", two_links("tcp-hstcp", tcp_named("hstcp"), false)),
-        (
-            "tcp-ghstcp-approx",
-            two_links("tcp-ghstcp-approx", tcp_named("ghstcp-approx"), false),
-        ),
-        (
-            "tcp-ns2-tahoe",
-            two_links(
-                "tcp-ns2-tahoe",
-                tcp_with(TcpConfig {
-                    semantics: crate::transport::tcp::Semantics::Ns2,
-                    recovery: crate::transport::tcp::Recovery::Tahoe,
-                    delayed_ack: false,
-                    ..TcpConfig::default()
+                bytes: None,
+                mptcp: Box::new(crate::transport::mptcp::MptcpConfig {
+                    scheduler: Scheduler::MinRtt,
+                    opportunistic_retransmission: true,
+                    penalisation: true,
+                    reinjection: Some(crate::transport::mptcp::Reinjection::SubflowTimeout),
+                    ..Default::default()
                 }),
-                false,
-            ),
+            },
+            true,
         ),
-        ("tcp-slow-reader-ecn-red-jitter-outage", {
-            // a reader slower than the path (the window closes and the
-            // persist timer probes), ECN marks from RED, link jitter,
-            // and link 0 down for a while (RTOs, backoff)
-            let mut scn = two_links(
+        two_links(
+            "mptcp-olia-round-robin",
+            mptcp_with("olia", Scheduler::RoundRobin),
+            true,
+        ),
+        two_links("mptcp-balia-redundant", mptcp_with("balia", Scheduler::Redundant), true),
+        two_links("tcp-hstcp", tcp_named("hstcp"), false),
+        two_links("tcp-ghstcp-approx", tcp_named("ghstcp-approx"), false),
+        two_links(
+            "tcp-ns2-tahoe",
+            tcp_with(TcpConfig {
+                semantics: crate::transport::tcp::Semantics::Ns2,
+                recovery: crate::transport::tcp::Recovery::Tahoe,
+                delayed_ack: false,
+                ..TcpConfig::default()
+            }),
+            false,
+        ),
+        {
+            // a reader slower than the path (the window closes and window
+            // updates reopen it), ECN marks from RED, link jitter, and
+            // link 0 down for a while (RTOs, backoff)
+            let (name, mut scn) = two_links(
                 "tcp-slow-reader-ecn-red-jitter-outage",
                 FlowKind::Tcp {
                     tcp: TcpConfig {
@@ -785,10 +767,10 @@ fn endpoint_cases() -> Vec<(&'static str, Scenario)> {
             });
             scn.links[0].ab.jitter_ns = 200 * 1000;
             scn.links[0].ab.down = vec![(SECOND, SECOND + 700 * MILLISECOND)];
-            scn
-        }),
-        ("sctp-cmt", two_links("sctp-cmt", sctp(true), true)),
-        ("sctp", two_links("sctp", sctp(false), true)),
+            (name, scn)
+        },
+        two_links("sctp-cmt", sctp(true), true),
+        two_links("sctp", sctp(false), true),
         ("relay and on-off", relayed),
     ];
     cases

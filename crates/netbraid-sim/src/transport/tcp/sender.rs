@@ -1133,7 +1133,6 @@ impl TcpSender {
             .filter(|r| r.deadline.is_some_and(|d| now >= d))
         {
             rack.deadline = None;
-            self.integrate_to(now);
             let was_in_recovery = self.in_recovery;
             self.rack_detect_and_recover(now, out);
             if self.in_recovery && !was_in_recovery {
@@ -1145,14 +1144,12 @@ impl TcpSender {
         }
         if let Some(tlp) = self.tlp.as_deref_mut().filter(|t| t.deadline.is_some_and(|d| now >= d)) {
             tlp.deadline = None;
-            self.integrate_to(now);
             self.send_loss_probe(now, out);
         }
         match self.rto_deadline {
             Some(d) if now >= d => {}
             _ => return,
         }
-        self.integrate_to(now);
         if self.snd_una == self.snd_max {
             self.rto_deadline = None;
             return;
