@@ -238,10 +238,14 @@ def test_linux_tcp_over_a_lossy_path_against_sim(cc, loss, tmp_path):
     row = next(r for r in doc["rows"] if r["flow"] == "bulk" and r["subflow"] is None and r["metric"] == "goodput_bps")
     emu, sim = row["emu"]["mean"], row["sim"]["mean"]
     model = mathis_bps(1448, 0.020, loss)
-    assert 0 < emu < 100e6 and 0 < sim < 100e6
-    if cc == "reno":  # Mathis is a model of Reno-style AIMD; allow a factor 2 either way
-        assert model / 2 < emu < model * 2, (emu, model)
-        assert model / 2 < sim < model * 2, (sim, model)
+    # Mathis is a model of Reno-style AIMD; allow a factor 2 either way. It
+    # holds for CUBIC here too: at a 20 ms round trip CUBIC's own window
+    # (RFC 9438 §5: (C (3 + β) / (4 (1 − β)))^(1/4) RTT^(3/4) / p^(3/4), 10
+    # and 2 segments at these losses) is below the Reno-friendly one (38.7
+    # and 12.2), whose AIMD (α = 3 (1 − β) / (1 + β), β = 0.7) averages
+    # sqrt(α (1 + β) / (2 (1 − β) p)) = sqrt(1.5 / p): Reno's.
+    assert model / 2 < emu < model * 2, (emu, model)
+    assert model / 2 < sim < model * 2, (sim, model)
     assert row["rel_diff"] == pytest.approx((sim - emu) / emu)
     assert row["verdict"] is None and row["emu"]["n"] == 1  # one run each: no interval, no verdict
 

@@ -4,7 +4,7 @@ scenarios alone (no root needed)."""
 from __future__ import annotations
 
 import netbraid as nb
-from netbraid.emu.fidelity import CEILING_BPS, LATE_SHARE, late_warnings, rate_warnings
+from netbraid.emu.fidelity import late_warnings, rate_warnings
 from netbraid.resolve import resolve
 
 
@@ -13,7 +13,7 @@ def row(late: int, sent: int, name: str = "a->b") -> dict:
 
 
 def test_a_direction_is_named_only_when_more_than_one_percent_left_late():
-    assert LATE_SHARE == 0.01  # the delay target is on the 99th percentile
+    # the delay target is on the 99th percentile: up to 1 % may leave late
     assert late_warnings([row(100, 10_000)]) == []  # exactly 1 %: the 99th percentile still holds
     (w,) = late_warnings([row(101, 10_000), row(0, 10_000, "b->a")])
     assert w.startswith("link a->b: 101 of 10000 packets (1.0 %)") and "worst 4.2 ms" in w and "1 Gb/s" in w
@@ -28,5 +28,4 @@ def test_each_direction_above_the_measured_ceiling_is_named_with_rate_and_ceilin
     s.add_link("b", "c", rate="10Gbps", delay="1ms", ba={"rate": "1Gbps"})
     s.add_flow("u", "a", "c", kind="cbr", rate="1Mbps")
     (w,) = rate_warnings(resolve(s, backend="emu"))
-    assert CEILING_BPS == 2e9
     assert w.startswith("link b->c: rate 10 Gb/s is above") and "(2 Gb/s per direction" in w

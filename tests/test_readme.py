@@ -2,7 +2,8 @@
 scratch directory holding the examples), with a zero exit status and no
 traceback. The `netbraid paper` lines are run by their own tests with
 `--quick` (tests/test_paper000.py … 003.py); a full `paper 003` takes too
-long for the default suite, so those lines are only parsed here."""
+long for the default suite, so those lines are only parsed here, as the CLI
+parses them (every option's name and value)."""
 
 from __future__ import annotations
 
@@ -52,8 +53,29 @@ def test_a_readme_command_runs_as_printed(command, scratch):
     assert r.stdout.strip() or (writes and (scratch / writes.group(2)).exists()), command  # output, or the file
 
 
+def paper_context(args: list[str]):
+    """Parse `netbraid paper ARGS` as the CLI would (names, types and
+    choices of every argument and option checked, values converted), without
+    running it; a bad one raises click's UsageError."""
+    import typer.main
+
+    from netbraid.cli import app
+
+    group = typer.main.get_command(app)
+    ctx = group.make_context("netbraid", ["paper"])
+    name, paper, rest = group.resolve_command(ctx, ["paper", *args])
+    return paper.make_context(name, rest, parent=ctx)
+
+
 @pytest.mark.parametrize("command", [c for c in COMMANDS if c.startswith("netbraid paper")])
 def test_a_readme_paper_command_parses(command):
-    # its options are the paper command's own: --help with them exits 0 (typer checks every option first)
-    r = subprocess.run([*shlex.split(command), "--help"], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0 and "Usage" in r.stdout, (command, r.stderr)
+    args = shlex.split(command)[2:]  # after "netbraid paper"
+    ctx = paper_context(args)
+    assert ctx.params, command
+
+
+def test_the_paper_parse_check_refuses_what_the_cli_refuses():
+    for bad, message in ((["003", "--reps", "many"], "valid integer"), (["001", "--no-such-option"], "No such option"),
+                         ([], "Missing")):
+        with pytest.raises(Exception, match=message):
+            paper_context(bad)
