@@ -117,6 +117,23 @@ MISTAKES = {
     "size below a byte": (GOOD + 'window = "0.5B"\n', ["flows[0].window", "not a whole number of bytes"]),
     "unknown loss model": (GOOD.replace('delay = "5ms"', 'delay = "5ms"\nloss = { model = "gilbert" }', 1),
                            ["links[0].loss", "'gilbert'", "gilbert_elliott"]),
+    # found by a bad-input review: the field named is the one set, bounds in the user's units, once
+    "zero rto_initial alone": (GOOD + 'rto_initial = "0s"\n', ["rto_initial: must be longer than zero"]),
+    "sack delay above RFC 9260's": (GOOD + 'kind = "sctp"\nsctp = { sack_delay = "2s" }\n',
+                                    ["sack_delay", "at most 500ms", "RFC 9260"]),
+    "sctp rto_min above rto_max": (GOOD + 'kind = "sctp"\nsctp = { rto_min = "5s", rto_max = "1s" }\n',
+                                   ["rto_min", "5 s is larger than rto_max (1 s)"]),
+    "size above its bound": (GOOD + 'kind = "sctp"\nmessage_size = "3GB"\n', ["message_size", "at most 2GB"]),
+    "framing keyword": (GOOD.replace('delay = "5ms"', 'delay = "5ms"\nframing = "wifi"', 1),
+                        ["links[0].framing", "'wifi'", '"ethernet"']),
+    "stop before start": (GOOD + 'start = "2s"\nstop = "1s"\n', ["stop", "1 s is not after the flow's start (2 s)"]),
+    "a table where a list goes": (GOOD.replace("[[flows]]", "[flows]"), ["flows: expected a list", "[[flows]]"]),
+    "a list where a table goes": (GOOD.replace('name = "t"', 'name = "t"\ntcp = [1, 2]', 1),
+                                  ["tcp: expected a table of settings", "[tcp]"]),
+    "a rate below 1 bps": (GOOD.replace('rate = "10Mbps"', 'rate = "0.5bps"', 1),
+                           ["links[0].rate", "'0.5bps' is not allowed: a rate is at least 1 bps"]),
+    "no route, in words": (GOOD.replace('[[links]]\na = "r"\nb = "b"', '[[hosts]]\nname = "c"\n[[links]]\na = "c"\nb = "b"'),
+                           ["no route from 'a' to 'b' in both directions", "allowed: hosts joined both ways by links"]),
 }
 
 
@@ -266,6 +283,107 @@ def test_unwritable_output_is_refused_before_running(tmp_path, args, words):
     assert r.returncode == 2 and "Traceback" not in r.stderr
     for w in words:
         assert w in r.stderr
+
+
+def test_a_name_used_twice_is_one_problem(tmp_path):
+    r = run_toml(tmp_path, GOOD.replace('name = "b"', 'name = "a"', 1))
+    assert r.returncode == 2 and r.stderr.count("used twice") == 1, r.stderr
+
+
+def test_json_given_to_run_says_what_it_is(tmp_path):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"name": "t", "duration": "1s"}))
+    r = netbraid("run", str(path))
+    assert r.returncode == 2 and "looks like JSON" in r.stderr and "netbraid-sim" in r.stderr, r.stderr
+
+
+def test_a_sweep_axis_given_twice_is_refused(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(textwrap.dedent(GOOD))
+    r = netbraid("sweep", str(path), "--grid", "links.0.rate=1Mbps", "--grid", "links.0.rate=2Mbps", "--out",
+                 str(tmp_path / "o"), "-q")
+    assert r.returncode == 2 and "links.0.rate is given twice" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--workers", "0"], ["--workers: 0 is not allowed"]),
+    (["--workers", "-3"], ["--workers: -3 is not allowed"]),
+    (["--seed", "-1"], ["--seed: -1 is not allowed"]),
+    (["--tcp", "rto_min"], ["expected KEY=VALUE", "--tcp rto_min=200ms"]),
+])
+def test_paper_option_mistakes(tmp_path, args, words):
+    r = netbraid("paper", "003", "--quick", "-q", "--out", str(tmp_path / "out"), *args)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    for w in words:
+        assert w in r.stderr, r.stderr
+
+
+def test_damaged_results_directories_are_named_not_tracebacks(tmp_path):
+    good = tmp_path / "good"
+    path = tmp_path / "s.toml"
+    path.write_text(textwrap.dedent(GOOD).replace('duration = "10s"', 'duration = "1s"')
+                    + '\n[measure]\ninterval = "500ms"\n')
+    assert netbraid("run", str(path), "--out", str(good)).returncode == 0
+    for name, text, words in (("foreign", '{"a": 1}', ["result.json", "not a run's results"]),
+                              ("torn", "{bad", ["result.json", "not valid JSON"])):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "result.json").write_text(text)
+        for command in (["report", str(d)], ["plot", str(d)]):
+            r = netbraid(*command)
+            assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+            for w in words:
+                assert w in r.stderr, r.stderr
+    sweep = tmp_path / "sweep"
+    assert netbraid("sweep", str(path), "--grid", "links.0.rate=1Mbps,2Mbps", "--out", str(sweep), "-q").returncode == 0
+    with (sweep / "journal.jsonl").open("a") as f:
+        f.write('{"x": 1}\n')
+    r = netbraid("report", str(sweep))
+    assert r.returncode == 2 and "journal.jsonl, line 3: not a run" in r.stderr, r.stderr
+    # writing where it cannot: a clear --out error
+    for target in ("/proc/netbraid-nope.png", str(path / "z.png")):
+        r = netbraid("plot", str(good), "--out", target)
+        assert r.returncode == 2 and "--out: cannot write" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_python_api_revalidates_what_code_changed(tmp_path):
+    import netbraid as nb
+
+    def built():
+        s = nb.Scenario(name="x", duration="1s")
+        return s.add_host("a").add_host("b").add_link("a", "b", rate="1Mbps", delay="1ms").add_flow("f", "a", "b")
+
+    s = built()
+    s.hosts.append("c")  # a list changed in place: its elements' checks never ran
+    with pytest.raises(nb.ScenarioError, match=r"hosts\[2\]: expected each entry a table"):
+        nb.simulate(s)
+    with pytest.raises(nb.ScenarioError, match=r"reps: '3' is not allowed \(an integer, at least 1\)"):
+        nb.run(built(), reps="3")
+    with pytest.raises(nb.ScenarioError, match=r"save: cannot write"):
+        built().save(tmp_path / "no" / "such" / "dir" / "s.toml")
+    # nb.resolve takes a path, as nb.simulate does
+    path = built().save(tmp_path / "s.toml")
+    assert nb.resolve(path)["flows"][0]["name"] == "f"
+
+
+def test_a_udp_rate_typed_far_too_high_is_warned_about(tmp_path):
+    # 10 Tb/s of 1000-B datagrams for 1 s is 1.25e9 datagrams, each simulated
+    # (and dropped at the 10 Mb/s link): minutes, for a typo. The warning
+    # comes before the run; the run is stopped here.
+    path = tmp_path / "s.toml"
+    path.write_text(textwrap.dedent(GOOD).replace('duration = "10s"', 'duration = "1s"')
+                    + 'kind = "cbr"\nrate = "10Tbps"\n')
+    p = subprocess.Popen(["netbraid", "run", str(path)], stderr=subprocess.PIPE, text=True)
+    lines = []
+    while not any("rate right" in line for line in lines) and len(lines) < 5:
+        lines.append(p.stderr.readline())
+    p.kill()
+    p.wait()
+    first = " ".join(" ".join(lines).split())
+    assert "about 1.2e+09 datagrams" in first and "flow 'f': 10Tbps of 1000-B datagrams" in first, first
+    r = run_toml(tmp_path, GOOD + 'kind = "cbr"\nrate = "10Mbps"\n')
+    assert r.returncode == 0 and "datagrams" not in r.stderr, r.stderr
 
 
 def test_missing_file():

@@ -49,6 +49,12 @@ def check_run_options(seed: Any = None, workers: Any = None, pcap: Any = None) -
     return seed, workers
 
 
+def check_count(name: str, value: Any) -> None:
+    """A count the Python API takes (reps, max_reps): an integer, at least 1."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1):
+        raise ScenarioError(f"{name}: {value!r} is not allowed (an integer, at least 1)")
+
+
 def run_resolved(resolved: dict[str, Any], backend: str = "sim") -> dict[str, Any]:
     """Run an already resolved scenario on `backend` ("sim" or "emu"; resolve
     it for that backend)."""
@@ -107,6 +113,8 @@ def run(
     from .experiment import execute_tables, make_plan, replicate_until
 
     seed, workers = check_run_options(seed=seed, workers=workers)
+    check_count("reps", reps)
+    check_count("max_reps", max_reps)
     s = as_scenario(scenario, overrides)
     if until is None:
         return _with_tables(execute_tables(make_plan(s, reps=reps, seed=seed), workers=workers,
@@ -157,6 +165,7 @@ def sweep(
     from .experiment import execute_tables, make_plan
 
     seed, workers = check_run_options(seed=seed, workers=workers)
+    check_count("reps", reps)
     s = as_scenario(scenario, overrides)
     grid_axes, zip_axes = sweep_axes(s, grid or {}, zip or {})
     n = reps if reps is not None else (s.sweep.reps if s.sweep and s.sweep.reps else 1)

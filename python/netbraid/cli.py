@@ -116,12 +116,13 @@ def errors_reported(interrupted: str | None = "interrupted",
 
 
 def warn_if_large(s, parallel: int = 1) -> None:
-    """Say so before a run that will take more than half the free memory."""
+    """Say so before a run that will take more than half the free memory,
+    or minutes for the datagrams its UDP sources send."""
     from . import footprint
 
-    text = footprint.warning(footprint.estimate(s), parallel)
-    if text:
-        err_console.print(text, highlight=False)
+    for text in (footprint.warning(footprint.estimate(s), parallel), footprint.udp_work_warning(s)):
+        if text:
+            err_console.print(text, highlight=False)
 
 
 def prepare_out(out: Optional[Path]) -> None:
@@ -366,11 +367,10 @@ def sweep(
     if out.exists() and not out.is_dir():
         fail(ScenarioError(f"--out: {out} exists and is not a directory"))
     # Ctrl-C is not caught: the journal already holds every finished run (--resume)
-    with errors_reported(interrupted=None, os_error=lambda e: ExperimentError(f"{out}: {e.strerror or e}")):
+    with errors_reported(interrupted=None, os_error=lambda e: ExperimentError(f"--out: cannot write {out}: {e.strerror or e}")):
         s = load_scenario(scenario, set_)
         warn_if_large(s, 1 if backend == "emu" else workers or os.cpu_count() or 1)
-        g = {a.path: list(a.values) for a in (parse_axis(x, "--grid") for x in grid)}
-        z = {a.path: list(a.values) for a in (parse_axis(x, "--zip") for x in zip_)}
+        g, z = _axes_given(grid, "--grid"), _axes_given(zip_, "--zip")
         grid_axes, zip_axes = sweep_axes(s, g, z)
         n = reps if reps is not None else (s.sweep.reps if s.sweep and s.sweep.reps else 1)
         plan = make_plan(s, grid_axes, zip_axes, reps=n, seed=seed, backend=backend)
@@ -392,16 +392,26 @@ def sweep(
     out_console.print(f"results in {out}/ — tables and plots: netbraid report {out}")
 
 
+def _axes_given(texts: list[str], option: str) -> dict[str, list[Any]]:
+    """`--grid`/`--zip` options as {path: values}; a path given twice is
+    refused rather than the first silently replaced."""
+    axes: dict[str, list[Any]] = {}
+    for a in (parse_axis(x, option) for x in texts):
+        if a.path in axes:
+            raise ScenarioError(f"{option}: {a.path} is given twice; give its values once, comma-separated "
+                                f"(e.g. {option} {a.path}=V1,V2)")
+        axes[a.path] = list(a.values)
+    return axes
+
+
 @app.command()
 def report(directory: Path = typer.Argument(..., help="A results directory (run --out, run --reps --out, sweep, compare --out).")) -> None:
     """Summary tables (Markdown, CSV), plots (PNG, SVG) and an HTML page from a results directory."""
     from .report import make_report
 
-    try:
+    with errors_reported(os_error=lambda e: ExperimentError(
+            f"cannot write the report in {directory / 'report'}: {e.strerror or e} ({e.filename or directory})")):
         out = make_report(directory)
-    except ExperimentError as e:
-        fail(e)
-        return
     out_console.print(f"report written to {out}/ (open {out / 'report.html'})")
 
 
@@ -464,9 +474,13 @@ def plot(
             raise ExperimentError(f"run {chosen} has no {what} samples for {', '.join(wanted or have)}")
         seed = rows["seed"].iloc[0] if "seed" in rows else None
         target = out or directory / "plots" / f"{what}-{chosen.replace('/', '_')}.png"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        made = _over_time(lines, ylabel, f"{ylabel} over time (run {chosen}, seed {seed})", 1, target.parent,
-                          target.stem, (out.suffix.lower(),) if out is not None and out.suffix else (".png", ".svg"))
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            made = _over_time(lines, ylabel, f"{ylabel} over time (run {chosen}, seed {seed})", 1, target.parent,
+                              target.stem, (out.suffix.lower(),) if out is not None and out.suffix else (".png", ".svg"))
+        except OSError as e:
+            raise ScenarioError(f"--out: cannot write {target}: {e.strerror or e}"
+                                + (f" ({e.filename})" if e.filename and str(e.filename) != str(target) else "")) from e
     out_console.print(f"plot written to {made[0]}" + (f" and {made[1]}" if len(made) > 1 else ""))
 
 
@@ -502,6 +516,10 @@ def paper(
         fail(ScenarioError("--reps: at least 2 (intervals need two replications)"))
     if backend not in ("sim", "emu", "both"):
         fail(ScenarioError(f"--backend: {backend!r} is not allowed (sim, emu, both)"))
+    if workers is not None and workers < 1:
+        fail(ScenarioError(f"--workers: {workers} is not allowed (at least 1)"))
+    if not 0 <= seed < 2**64:
+        fail(ScenarioError(f"--seed: {seed} is not allowed (an integer from 0 to 2^64-1)"))
     out = out or Path("results") / f"paper-{number}{'-quick' if quick else ''}"
     if background is not None and number != "002":
         fail(ScenarioError(f"--background: applies to paper 002 (the WAN's cross traffic), not to {number}"))
@@ -685,7 +703,7 @@ def _paper_tables(module, number, *, reps, quick, out, seed, workers, quiet, tcp
     overrides: dict[str, Any] = {}
     try:
         for item in tcp:
-            key, raw = split_assignment(item, "--tcp")
+            key, raw = split_assignment(item, "--tcp", "rto_min=200ms")
             if key not in TCP_FIELDS:
                 raise ScenarioError(f"--tcp {item!r}: unknown TCP setting '{key}' (allowed: {', '.join(TCP_FIELDS)})")
             overrides[key] = parse_value(raw)

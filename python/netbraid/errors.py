@@ -35,6 +35,29 @@ def format_location(loc: tuple, root: str = "scenario") -> str:
     return out or root
 
 
+BOUNDS = {"greater_than": "above", "greater_than_equal": "at least", "less_than": "below",
+          "less_than_equal": "at most"}
+
+
+def _bound_in_units(kind: str, ctx: dict, given: str) -> str | None:
+    """A bound pydantic states in the field's internal unit (bytes, ns, bit/s),
+    in the unit the user wrote the value in: "at most 500ms", not "less than
+    or equal to 500000000"."""
+    from . import units
+
+    bound = next((v for k, v in ctx.items() if k in ("gt", "ge", "lt", "le")), None)
+    if not isinstance(bound, int):
+        return None
+    for parse, exact in ((units.parse_size, units.exact_size), (units.parse_time, units.exact_time),
+                         (units.parse_rate, units.exact_rate)):
+        try:
+            parse(given)
+        except ValueError:
+            continue
+        return f"must be {BOUNDS[kind]} {exact(bound)}"
+    return None
+
+
 def from_validation_error(err, source: str | None = None, root: str = "scenario") -> ScenarioError:
     """Turn a pydantic ValidationError into one line per problem (`root`
     names the model itself, for a problem with no field of its own)."""
@@ -48,9 +71,25 @@ def from_validation_error(err, source: str | None = None, root: str = "scenario"
         if e["type"] == "missing":
             problems.append(f"{where}: required field is missing")
             continue
+        if e["type"] == "model_type":  # "a valid dictionary or instance of TcpOptions": pydantic's words
+            name = where.split(".")[-1].split("[")[0]
+            got = e.get("input")
+            shape = (f"each entry a table ([[{name}]] in a file)" if loc and isinstance(loc[-1], int)
+                     else f"a table of settings, e.g. {name} = {{ ... }} (or [{name}] on lines of its own)")
+            broken = (" — not valid TOML: a table is written { key = value, ... }"
+                      if isinstance(got, str) and got.lstrip()[:1] in ("{", "[") else "")
+            problems.append(f"{where}: expected {shape}, got {type(got).__name__} {got!r}"[:300] + broken)
+            continue
+        if e["type"] == "list_type":
+            name = where.split(".")[-1].split("[")[0]
+            problems.append(f"{where}: expected a list, e.g. [[{name}]] tables one after another, or "
+                            f"{name} = [ ... ], got {type(e.get('input')).__name__}")
+            continue
         if e["type"] in ("literal_error", "enum"):
             problems.append(f"{where}: {e['input']!r} is not allowed; {msg[0].lower()}{msg[1:]}")
             continue
+        if e["type"] in BOUNDS and isinstance(e.get("input"), str):
+            msg = _bound_in_units(e["type"], e.get("ctx") or {}, e["input"]) or msg
         if not e["type"].startswith("value_error") and isinstance(e.get("input"), (int, float, str, bool)):
             msg = f"{msg} (got {e['input']!r})"
         problems.append(f"{where}: {msg}")

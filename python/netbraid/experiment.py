@@ -209,11 +209,14 @@ class Journal:
         if not self.path.exists():
             return done
         with self.path.open() as f:
-            for line in f:
+            for number, line in enumerate(f, 1):
                 try:
                     rec = json.loads(line)
                 except json.JSONDecodeError:
                     continue  # torn write from a crash
+                if not isinstance(rec, dict) or "run_id" not in rec:
+                    raise ExperimentError(f"{self.path}, line {number}: not a run netbraid recorded (no run_id); "
+                                          "remove the line, or write the directory again")
                 done[rec["run_id"]] = rec
         return done
 

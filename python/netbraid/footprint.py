@@ -133,3 +133,37 @@ def warning(fp: Footprint, parallel: int = 1) -> str | None:
         return (f"warning: this run needs about {need / 2**30:.1f} GiB of the {have / 2**30:.1f} GiB available "
                 f"({fp.describe()})")
     return None
+
+
+#: Datagrams a UDP source may send in one run before a warning: at the
+#: simulator's tens of millions of packet-hops a second (bench/RESULTS.md),
+#: more takes minutes; a rate typed a thousand times too high is the usual cause.
+MANY_DATAGRAMS = 200_000_000
+
+
+def udp_work_warning(s: "Scenario") -> str | None:
+    """A warning for UDP sources that will send so many datagrams that the
+    run takes minutes (each is simulated, even where a link drops it)."""
+    from .resolve import CBR_DEFAULT_PACKET, ONOFF_DEFAULT_PACKET
+    from .units import exact_rate, format_time
+
+    size: dict[str, int] = {n.name: n.count or 1 for n in [*s.hosts, *s.routers]}
+    worst = None
+    total = 0.0
+    for f in s.flows:
+        if f.kind not in ("cbr", "onoff") or not f.rate:
+            continue
+        default = CBR_DEFAULT_PACKET if f.kind == "cbr" else ONOFF_DEFAULT_PACKET
+        packet = f.packet_size or default
+        active = max(0, min(f.stop or s.duration, s.duration) - f.start)
+        n = max(size.get(f.src, 1), size.get(f.dst, 1)) * f.count
+        datagrams = f.rate / (8 * packet) * active / 1e9 * n
+        total += datagrams
+        if worst is None or datagrams > worst[0]:
+            worst = (datagrams, f, packet, active)
+    if worst is None or total <= MANY_DATAGRAMS:
+        return None
+    _, f, packet, active = worst
+    return (f"warning: the UDP sources send about {total:.2g} datagrams in this run (flow '{f.name}': "
+            f"{exact_rate(f.rate)} of {packet}-B datagrams for {format_time(active)}); each is simulated, so the "
+            "run will take minutes: is the rate right?")

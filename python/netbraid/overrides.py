@@ -61,10 +61,11 @@ def _step(container: Any, key: str, origin: str, create: bool) -> Any:
     raise ScenarioError(f"{origin}: '{key}' goes inside a value that is not a table or list")
 
 
-def split_assignment(assignment: str, option: str = "--set") -> tuple[str, str]:
+def split_assignment(assignment: str, option: str = "--set", example: str = "links.0.rate=20Mbps") -> tuple[str, str]:
     """"PATH=VALUE" → (PATH, VALUE), with a clear error for anything else."""
     if "=" not in assignment:
-        raise ScenarioError(f"{option} {assignment!r}: expected PATH=VALUE, e.g. {option} links.0.rate=20Mbps")
+        what = "KEY=VALUE" if "." not in example.split("=")[0] else "PATH=VALUE"
+        raise ScenarioError(f"{option} {assignment!r}: expected {what}, e.g. {option} {example}")
     path, raw = assignment.split("=", 1)
     path = path.strip()
     if not path or any(not p for p in path.split(".")):

@@ -393,6 +393,10 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
     list of (link direction "a->b", output path)."""
     if backend not in BACKENDS:
         raise ScenarioError(f"--backend: {backend!r} is not a backend (allowed: {', '.join(BACKENDS)})")
+    if not isinstance(s, Scenario):  # the Python API's nb.resolve: a path, as nb.simulate takes
+        from .api import as_scenario
+
+        s = as_scenario(s)
     problems: list[str] = []
     footprint.check(s)  # before the groups are expanded: a run that cannot fit is refused now
 
@@ -407,10 +411,11 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
         for i, n in enumerate(items):
             members = []
             names = _names(n.name, n.count)
-            if n.name in groups or (n.count is not None and n.name in seen_names):
+            reused = n.name in groups or (n.count is not None and n.name in seen_names)
+            if reused:
                 problems.append(f"{kind}[{i}].name: '{n.name}' is used twice")
             for name in names:
-                if name in seen_names or (name != n.name and name in groups):
+                if (name in seen_names or (name != n.name and name in groups)) and not (reused and name == n.name):
                     problems.append(f"{kind}[{i}].name: node name '{name}' is used twice")
                 seen_names.add(name)
                 members.append(len(nodes))

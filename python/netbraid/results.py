@@ -91,7 +91,30 @@ def load(directory: str | Path) -> Results:
                               "SCENARIO --out DIR, then DIR here)")
     if not d.is_dir():
         raise ExperimentError(f"{d}: no such results directory")
-    manifest = json.loads((d / MANIFEST).read_text()) if (d / MANIFEST).exists() else {}
+    try:
+        return _load(d)
+    except ExperimentError:
+        raise
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
+        # (json's and pyarrow's parse errors are ValueErrors; a missing field is a KeyError)
+        what = f"no field {e}" if isinstance(e, KeyError) else str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ExperimentError(f"{d}: its results cannot be read ({what}): a file there is damaged or not one "
+                              "netbraid wrote; make them again with the command that wrote the directory") from e
+    except OSError as e:
+        raise ExperimentError(f"{d}: cannot read its results: {e.strerror or e} ({e.filename or d})") from e
+
+
+def _json(path: Path) -> Any:
+    """A JSON file of a results directory; a damaged one is named."""
+    try:
+        return json.loads(path.read_text())
+    except ValueError as e:
+        raise ExperimentError(f"{path}: not valid JSON ({e}): damaged, or not a file netbraid wrote; make the "
+                              "results again with the command that wrote the directory") from e
+
+
+def _load(d: Path) -> Results:
+    manifest = _json(d / MANIFEST) if (d / MANIFEST).exists() else {}
     if (d / JOURNAL).exists():
         runs, series, links, link_series = tables_from_records(Journal(d).read().values(), d / SERIES_PARTS)
     elif (d / "runs.parquet").exists():
@@ -156,8 +179,11 @@ def _load_parts(d: Path, parts: list[Path]) -> Results:
 
 def _load_run(d: Path) -> Results:
     """A single run's directory (`netbraid run --out`)."""
-    result = json.loads((d / "result.json").read_text())
-    command = json.loads((d / "command.json").read_text()) if (d / "command.json").exists() else {}
+    result = _json(d / "result.json")
+    if not isinstance(result, dict) or not isinstance(result.get("flows"), list):
+        raise ExperimentError(f"{d / 'result.json'}: not a run's results (no list of flows); make them again with "
+                              "netbraid run SCENARIO --out DIR")
+    command = _json(d / "command.json") if (d / "command.json").exists() else {}
     context = {"run_id": "r0", "point": 0, "rep": 0, "seed": result.get("seed")}
 
     def read(name: str) -> pd.DataFrame:  # the same columns as a sweep's series: context first

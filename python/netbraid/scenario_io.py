@@ -26,7 +26,11 @@ def read_toml(path: str | Path) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(f"invalid TOML: {_explain_toml_error(str(e), text)}", source=str(p)) from None
+        hint = ""
+        if text.lstrip().startswith("{"):
+            hint = ("; this looks like JSON: scenarios are TOML files (examples/*.toml), and a resolved scenario "
+                    "(netbraid resolve's JSON) runs with target/sim/netbraid-sim FILE.json")
+        raise ScenarioError(f"invalid TOML: {_explain_toml_error(str(e), text)}{hint}", source=str(p)) from None
     except RecursionError:
         raise ScenarioError("invalid TOML: nested too deeply", source=str(p)) from None
 
@@ -72,9 +76,12 @@ def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scena
 
 
 def with_overrides(s: Scenario, overrides: list[str]) -> Scenario:
-    """A copy of `s` with `--set`-style assignments applied."""
-    if not overrides:
-        return s
-    data = copy.deepcopy(s.model_dump(by_alias=True, exclude_none=True))
+    """A copy of `s` with `--set`-style assignments applied, validated again
+    as a whole: code may have changed it in ways its fields' own checks do
+    not see (an element appended to a list, a field set on a copy), and
+    those get the same errors as a scenario file."""
+    # (warnings off: a wrong element, e.g. a str among the hosts, is dumped
+    # as it is and refused by the validation below, field named)
+    data = copy.deepcopy(s.model_dump(by_alias=True, exclude_none=True, warnings=False))
     apply_overrides(data, overrides)
     return validate(data)

@@ -234,7 +234,10 @@ def _parse_framing(v: Any) -> Any:
     if v == "none":
         return 0
     if isinstance(v, str):
-        return units.parse_size(v)
+        try:
+            return units.parse_size(v)
+        except ValueError as e:
+            raise ValueError(f"{e}; or \"ethernet\" (38 B a packet) or \"none\"") from None
     return v
 
 
@@ -480,7 +483,7 @@ class SctpOptions(Strict):
     path_max_retrans: Optional[Annotated[int, Field(ge=0, le=100, strict=True)]] = None
     assoc_max_retrans: Optional[Annotated[int, Field(ge=0, le=1000, strict=True)]] = None
     hb_interval: Optional[Annotated[Time, Field(gt=0)]] = None
-    sack_delay: Optional[Annotated[Time, Field(gt=0, le=500_000_000)]] = None
+    sack_delay: Optional[Annotated[Time, Field(gt=0)]] = None
     sack_freq: Optional[Annotated[int, Field(ge=1, le=1000, strict=True)]] = None
     #: Most packets sent to one destination at a time; 0 = no limit.
     max_burst: Optional[Annotated[int, Field(ge=0, le=1000, strict=True)]] = None
@@ -494,6 +497,13 @@ class SctpOptions(Strict):
     sfr: Optional[Flag] = None
     cuc: Optional[Flag] = None
     dac: Optional[Flag] = None
+
+    @field_validator("sack_delay")
+    @classmethod
+    def _sack_delay(cls, v: Optional[int]) -> Optional[int]:
+        if v is not None and v > 500_000_000:
+            raise ValueError(f"{units.exact_time(v)} is not allowed (above 0, at most 500ms: RFC 9260 §6.2)")
+        return v
 
 
 SCTP_OPTION_FIELDS = tuple(f for f in SctpOptions.model_fields if f != "profile")
@@ -815,8 +825,13 @@ class Scenario(Strict):
         """Write the scenario to `path` as TOML (see `to_toml`); returns the path."""
         from pathlib import Path
 
+        from .errors import ScenarioError
+
         target = Path(path)
-        target.write_text(self.to_toml())
+        try:
+            target.write_text(self.to_toml())
+        except OSError as e:
+            raise ScenarioError(f"save: cannot write {target}: {e.strerror or e}") from None
         return target
 
     def _repr_html_(self) -> str:

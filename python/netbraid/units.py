@@ -88,7 +88,8 @@ def parse_rate(text: object) -> int:
         raise ValueError(f"{text!r}: unknown or missing rate unit; expected {RATE_HELP}")
     bps = _bounded(value * factor, MAX_RATE_BPS, text, "10 Tbps")
     if bps <= 0:
-        raise ValueError(f"{text!r}: a rate must be positive (at least 1 bps)")
+        raise ValueError(f"{text!r} is not allowed: a rate is at least 1 bps" if value > 0
+                         else f"{text!r}: a rate must be positive (at least 1 bps)")
     return bps
 
 

@@ -183,7 +183,21 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
     let value: f64 = num
         .parse()
         .map_err(|_| format!("{text:?} is not a size (e.g. 64KB, 4MB, 65536)"))?;
-    let mult = match unit.trim().to_ascii_lowercase().as_str() {
+    let unit = unit.trim();
+    if unit.ends_with('b') {
+        // as in scenarios: a lowercase b reads as bits ("64kb"), sizes are bytes
+        let prefix = &unit[..unit.len() - 1];
+        let upper = format!(
+            "{}{}B",
+            prefix.get(..1).unwrap_or("").to_ascii_uppercase(),
+            prefix.get(1..).unwrap_or("")
+        );
+        return Err(format!(
+            "{text:?}: a lowercase b reads as bits; sizes are in bytes: write \"{}{upper}\" (1 KB = 1024 B)",
+            num.trim()
+        ));
+    }
+    let mult = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1.0,
         "k" | "kb" | "kib" => 1024.0,
         "m" | "mb" | "mib" => 1024.0 * 1024.0,
@@ -234,11 +248,15 @@ fn socket_addr(option: &str, text: &str) -> Result<SocketAddr, String> {
 impl Config {
     pub fn from_args(a: Args) -> Result<Config, String> {
         let listen: SocketAddr = a.listen.parse().map_err(|_| {
-            format!(
-                "--listen {:?}: not ADDR:PORT (an IP address and a port, e.g. 127.0.0.1:9000 or [::1]:9000; \
-                 the proxy listens on exactly this address)",
-                a.listen
-            )
+            let port = a.listen.rsplit_once(':').and_then(|(_, p)| p.parse::<u64>().ok());
+            match port {
+                Some(p) if p > 65535 => format!("--listen {:?}: port {p} is out of range (0 to 65535)", a.listen),
+                _ => format!(
+                    "--listen {:?}: not ADDR:PORT (an IP address and a port, e.g. 127.0.0.1:9000 or [::1]:9000; \
+                     the proxy listens on exactly this address)",
+                    a.listen
+                ),
+            }
         })?;
         let mut allow = AllowList::parse_all(&a.allow)?;
         let mode = match (&a.to, a.socks5, a.transparent) {
@@ -513,6 +531,9 @@ mod tests {
         assert_eq!(parse_size("1500"), Ok(1500));
         assert!(parse_size("4 parsecs").unwrap_err().contains("unknown unit"));
         assert!(parse_size("0").is_err());
+        // a lowercase b is bits, as netbraid's scenarios read it
+        assert!(parse_size("64kb").unwrap_err().contains("write \"64KB\""));
+        assert_eq!(parse_size("64KiB"), Ok(64 * 1024));
         assert_eq!(parse_time("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_time("5min"), Ok(Duration::from_secs(300)));
         assert!(parse_time("-1s").is_err());

@@ -486,8 +486,16 @@ fn build_flows(
         } else {
             f.start_ns
         };
-        if f.stop_ns.is_some_and(|stop| stop <= start) {
-            return Err(SimError::invalid(format!("{field}.stop"), "must be after the start"));
+        if let Some(stop) = f.stop_ns.filter(|&stop| stop <= start) {
+            return Err(SimError::invalid(
+                format!("{field}.stop"),
+                format!(
+                    "{} s is not after the flow's start ({} s{}): it must be later",
+                    stop as f64 / 1e9,
+                    start as f64 / 1e9,
+                    if f.start_jitter_ns > 0 { ", with its jitter" } else { "" }
+                ),
+            ));
         }
         let setup = FlowSetup {
             field: &field,
@@ -678,8 +686,8 @@ fn route_path(
         SimError::invalid(
             field,
             format!(
-                "no route from '{}'{from} to '{}'{to} both ways; allowed: {allowed} that links, or routers \
-                 with routes, join both ways",
+                "no route from '{}'{from} to '{}'{to} in both directions; allowed: {allowed} joined both \
+                 ways by links (directly, or through routers with routes)",
                 name_of(src),
                 name_of(dst)
             ),

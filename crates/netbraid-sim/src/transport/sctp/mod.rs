@@ -205,8 +205,20 @@ impl SctpConfig {
                 format!("{} B is smaller than one chunk ({} B)", self.sndbuf, self.max_data()),
             );
         }
-        if self.rto_min == 0 || self.rto_min > self.rto_max || self.rto_initial == 0 {
-            return bad("rto_min", "need 0 < rto_min ≤ rto_max and rto_initial > 0".into());
+        for (k, t) in [("rto_min", self.rto_min), ("rto_initial", self.rto_initial)] {
+            if t == 0 {
+                return bad(k, "must be longer than zero (e.g. \"1s\")".into());
+            }
+        }
+        if self.rto_min > self.rto_max {
+            return bad(
+                "rto_min",
+                format!(
+                    "{} s is larger than rto_max ({} s)",
+                    self.rto_min as f64 / 1e9,
+                    self.rto_max as f64 / 1e9
+                ),
+            );
         }
         for (k, v) in [
             ("sack_freq", self.sack_freq),

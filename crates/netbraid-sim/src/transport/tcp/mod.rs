@@ -396,11 +396,10 @@ impl TcpConfig {
         ] {
             crate::sim::check_time(&format!("{field}{k}"), t)?;
         }
-        if self.rto_min == 0 || self.rto_initial == 0 {
-            return bad(
-                "rto_min",
-                "rto_min and rto_initial must be longer than zero (e.g. \"200ms\", \"1s\")".into(),
-            );
+        for (k, t) in [("rto_min", self.rto_min), ("rto_initial", self.rto_initial)] {
+            if t == 0 {
+                return bad(k, "must be longer than zero (e.g. \"200ms\", \"1s\")".into());
+            }
         }
         if self.rto_initial > self.rto_max {
             return bad(
