@@ -12,7 +12,8 @@ from ._sim import __version__
 
 # `resolve` is both a submodule and a function; bind the function eagerly, or
 # the first import of the submodule would shadow it (pydantic only, no pandas).
-from .resolve import resolve
+# The API's: a Scenario (checked again as a whole) or a scenario file.
+from .api import resolve_scenario as resolve
 
 _WHERE = {
     "jain_fairness": "api",

@@ -30,6 +30,17 @@ def as_scenario(scenario: Scenario | str | Path, overrides: list[str] | None = N
     raise ScenarioError(f"scenario: expected a netbraid.Scenario or the path of a TOML file, got {type(scenario).__name__}")
 
 
+def resolve_scenario(scenario: Scenario | str | Path, *, seed: int | None = None,
+                     pcap: list[tuple[str, str]] | None = None, backend: str = "sim",
+                     overrides: list[str] | None = None) -> dict[str, Any]:
+    """``nb.resolve``: the resolved scenario (a JSON-ready dict) for
+    ``backend``, from a ``Scenario`` (validated again as a whole, as
+    ``simulate`` does) or a scenario file; ``pcap`` is a list of (link
+    direction "a->b", output path)."""
+    seed, _ = check_run_options(seed=seed, pcap=pcap)
+    return resolve(as_scenario(scenario, overrides), seed=seed, pcap=pcap, backend=backend)
+
+
 def check_run_options(seed: Any = None, workers: Any = None, pcap: Any = None) -> tuple[int | None, int | None]:
     """The Python API's own arguments, checked as the CLI checks its options;
     returns seed and workers as Python ints (a numpy integer is welcome)."""

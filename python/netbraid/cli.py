@@ -367,7 +367,8 @@ def sweep(
     if out.exists() and not out.is_dir():
         fail(ScenarioError(f"--out: {out} exists and is not a directory"))
     # Ctrl-C is not caught: the journal already holds every finished run (--resume)
-    with errors_reported(interrupted=None, os_error=lambda e: ExperimentError(f"--out: cannot write {out}: {e.strerror or e}")):
+    with errors_reported(interrupted=None, os_error=lambda e: ExperimentError(
+            f"--out: cannot write {out}: {e.strerror or e}" + (f" ({e.filename})" if e.filename else ""))):
         s = load_scenario(scenario, set_)
         warn_if_large(s, 1 if backend == "emu" else workers or os.cpu_count() or 1)
         g, z = _axes_given(grid, "--grid"), _axes_given(zip_, "--zip")
@@ -479,8 +480,9 @@ def plot(
             made = _over_time(lines, ylabel, f"{ylabel} over time (run {chosen}, seed {seed})", 1, target.parent,
                               target.stem, (out.suffix.lower(),) if out is not None and out.suffix else (".png", ".svg"))
         except OSError as e:
-            raise ScenarioError(f"--out: cannot write {target}: {e.strerror or e}"
-                                + (f" ({e.filename})" if e.filename and str(e.filename) != str(target) else "")) from e
+            where = f" ({e.filename})" if e.filename and str(e.filename) != str(target) else ""
+            raise ScenarioError(f"--out: cannot write {target}: {e.strerror or e}{where}" if out is not None else
+                                f"cannot write the plot {target}: {e.strerror or e}{where}; choose where with --out") from e
     out_console.print(f"plot written to {made[0]}" + (f" and {made[1]}" if len(made) > 1 else ""))
 
 

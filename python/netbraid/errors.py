@@ -35,6 +35,9 @@ def format_location(loc: tuple, root: str = "scenario") -> str:
     return out or root
 
 
+#: The scenario's top-level lists whose entries are tables ([[links]] …).
+LISTS_OF_TABLES = frozenset({"hosts", "routers", "links", "flows", "routes", "proxies"})
+
 BOUNDS = {"greater_than": "above", "greater_than_equal": "at least", "less_than": "below",
           "less_than_equal": "at most"}
 
@@ -54,7 +57,7 @@ def _bound_in_units(kind: str, ctx: dict, given: str) -> str | None:
             parse(given)
         except ValueError:
             continue
-        return f"must be {BOUNDS[kind]} {exact(bound)}"
+        return f"must be {BOUNDS[kind]} {exact(bound) if bound else 0}"
     return None
 
 
@@ -74,16 +77,21 @@ def from_validation_error(err, source: str | None = None, root: str = "scenario"
         if e["type"] == "model_type":  # "a valid dictionary or instance of TcpOptions": pydantic's words
             name = where.split(".")[-1].split("[")[0]
             got = e.get("input")
-            shape = (f"each entry a table ([[{name}]] in a file)" if loc and isinstance(loc[-1], int)
-                     else f"a table of settings, e.g. {name} = {{ ... }} (or [{name}] on lines of its own)")
+            if loc and isinstance(loc[-1], int):
+                shape = f"each entry a table ([[{name}]] in a file)" if len(loc) == 2 else "each entry a table"
+            elif len(loc) == 1:
+                shape = f"a table of settings, e.g. {name} = {{ ... }} (or [{name}] on lines of its own)"
+            else:
+                shape = f"a table of settings, e.g. {name} = {{ ... }}"
             broken = (" — not valid TOML: a table is written { key = value, ... }"
                       if isinstance(got, str) and got.lstrip()[:1] in ("{", "[") else "")
             problems.append(f"{where}: expected {shape}, got {type(got).__name__} {got!r}"[:300] + broken)
             continue
         if e["type"] == "list_type":
             name = where.split(".")[-1].split("[")[0]
-            problems.append(f"{where}: expected a list, e.g. [[{name}]] tables one after another, or "
-                            f"{name} = [ ... ], got {type(e.get('input')).__name__}")
+            tables = len(loc) == 1 and name in LISTS_OF_TABLES
+            example = f"[[{name}]] tables one after another" if tables else f"{name} = [ ... ]"
+            problems.append(f"{where}: expected a list, e.g. {example}, got {type(e.get('input')).__name__}")
             continue
         if e["type"] in ("literal_error", "enum"):
             problems.append(f"{where}: {e['input']!r} is not allowed; {msg[0].lower()}{msg[1:]}")

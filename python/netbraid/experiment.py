@@ -56,6 +56,11 @@ class Interrupted(ExperimentError):
     """Ctrl-C or SIGTERM stopped the runs; every finished run is saved."""
 
 
+class DamagedResults(ExperimentError):
+    """A results directory holds a file netbraid cannot read back (damaged,
+    or not one netbraid wrote): named, never skipped as "not finished yet"."""
+
+
 @dataclass(frozen=True)
 class Axis:
     path: str
@@ -214,9 +219,9 @@ class Journal:
                     rec = json.loads(line)
                 except json.JSONDecodeError:
                     continue  # torn write from a crash
-                if not isinstance(rec, dict) or "run_id" not in rec:
-                    raise ExperimentError(f"{self.path}, line {number}: not a run netbraid recorded (no run_id); "
-                                          "remove the line, or write the directory again")
+                if not isinstance(rec, dict) or not isinstance(rec.get("run_id"), str):
+                    raise DamagedResults(f"{self.path}, line {number}: not a run netbraid recorded (no run_id); "
+                                         "remove the line, or write the directory again")
                 done[rec["run_id"]] = rec
         return done
 

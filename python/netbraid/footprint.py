@@ -155,9 +155,15 @@ def udp_work_warning(s: "Scenario") -> str | None:
             continue
         default = CBR_DEFAULT_PACKET if f.kind == "cbr" else ONOFF_DEFAULT_PACKET
         packet = f.packet_size or default
-        active = max(0, min(f.stop or s.duration, s.duration) - f.start)
+        end = min(f.stop or s.duration, s.duration)
+        active = max(0, end - f.start)
+        # flow k of the pair's n starts at start + k × start_step; an on-off
+        # source sends at `rate` for burst_time out of burst_time + idle_time
         n = max(size.get(f.src, 1), size.get(f.dst, 1)) * f.count
-        datagrams = f.rate / (8 * packet) * active / 1e9 * n
+        m = min(n, -(-active // f.start_step)) if f.start_step else n  # those that start before the end
+        sending = m * active - f.start_step * m * (m - 1) // 2  # the sum of (active − k × start_step)
+        on = f.burst_time / (f.burst_time + f.idle_time) if f.kind == "onoff" else 1.0
+        datagrams = f.rate / (8 * packet) * sending / 1e9 * on
         total += datagrams
         if worst is None or datagrams > worst[0]:
             worst = (datagrams, f, packet, active)

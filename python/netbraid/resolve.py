@@ -393,10 +393,6 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
     list of (link direction "a->b", output path)."""
     if backend not in BACKENDS:
         raise ScenarioError(f"--backend: {backend!r} is not a backend (allowed: {', '.join(BACKENDS)})")
-    if not isinstance(s, Scenario):  # the Python API's nb.resolve: a path, as nb.simulate takes
-        from .api import as_scenario
-
-        s = as_scenario(s)
     problems: list[str] = []
     footprint.check(s)  # before the groups are expanded: a run that cannot fit is refused now
 

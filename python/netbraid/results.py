@@ -11,7 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-from .experiment import JOURNAL, MANIFEST, SERIES_PARTS, ExperimentError, Journal, tables_from_records
+from .experiment import (JOURNAL, MANIFEST, SERIES_PARTS, DamagedResults, ExperimentError, Journal,
+                         tables_from_records)
 from .stats import summarize
 from .tidy import FLOW_METRICS, LINK_METRICS, flow_rows, link_rows, with_metric_columns
 
@@ -95,11 +96,11 @@ def load(directory: str | Path) -> Results:
         return _load(d)
     except ExperimentError:
         raise
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
-        # (json's and pyarrow's parse errors are ValueErrors; a missing field is a KeyError)
+    except (ValueError, KeyError) as e:
+        # (json's and pyarrow's parse errors are ValueErrors; a record without a field netbraid writes, a KeyError)
         what = f"no field {e}" if isinstance(e, KeyError) else str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise ExperimentError(f"{d}: its results cannot be read ({what}): a file there is damaged or not one "
-                              "netbraid wrote; make them again with the command that wrote the directory") from e
+        raise DamagedResults(f"{d}: its results cannot be read ({what}): a file there is damaged or not one "
+                             "netbraid wrote; make them again with the command that wrote the directory") from e
     except OSError as e:
         raise ExperimentError(f"{d}: cannot read its results: {e.strerror or e} ({e.filename or d})") from e
 
@@ -109,8 +110,8 @@ def _json(path: Path) -> Any:
     try:
         return json.loads(path.read_text())
     except ValueError as e:
-        raise ExperimentError(f"{path}: not valid JSON ({e}): damaged, or not a file netbraid wrote; make the "
-                              "results again with the command that wrote the directory") from e
+        raise DamagedResults(f"{path}: not valid JSON ({e}): damaged, or not a file netbraid wrote; make the "
+                             "results again with the command that wrote the directory") from e
 
 
 def _load(d: Path) -> Results:
@@ -155,6 +156,8 @@ def _load_parts(d: Path, parts: list[Path]) -> Results:
     for sub in parts:
         try:
             loaded.append((sub, load(sub)))
+        except DamagedResults:
+            raise  # named, not passed over: a part missing from the tables would go unnoticed
         except ExperimentError:
             continue  # a part that has no finished run yet (a paper still running, or stopped early)
     if not loaded:
@@ -181,8 +184,8 @@ def _load_run(d: Path) -> Results:
     """A single run's directory (`netbraid run --out`)."""
     result = _json(d / "result.json")
     if not isinstance(result, dict) or not isinstance(result.get("flows"), list):
-        raise ExperimentError(f"{d / 'result.json'}: not a run's results (no list of flows); make them again with "
-                              "netbraid run SCENARIO --out DIR")
+        raise DamagedResults(f"{d / 'result.json'}: not a run's results (no list of flows); make them again with "
+                             "netbraid run SCENARIO --out DIR")
     command = _json(d / "command.json") if (d / "command.json").exists() else {}
     context = {"run_id": "r0", "point": 0, "rep": 0, "seed": result.get("seed")}
 
