@@ -86,6 +86,8 @@ MISTAKES = {
     "window below one segment": (GOOD + 'window = 1\n', ["rcvbuf", "smaller than one segment"]),
     "zero bytes": (GOOD + 'bytes = 0\n', ["flows[0].bytes", "got 0"]),
     "too many samples": (GOOD + '\n[measure]\ninterval = "1ns"\n', ["measure.interval", "samples"]),
+    "no sample at all": (GOOD + '\n[measure]\ninterval = "20s"\n', ["measure.interval", "20 s is longer than the run",
+                                                                   "no sample would be taken"]),
     "flow to a router": (GOOD.replace('to = "b"', 'to = "r"'), ["flows[0].to", "'r' is a router"]),
     "later flows after the end": (GOOD + 'count = 3\nstart_step = "6s"\n', ["flows[0].start_step", "12 s", "duration 10 s"]),
     "boolean as a number": (GOOD + 'mss = true\n', ["flows[0].mss", "integer"]),

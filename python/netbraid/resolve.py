@@ -679,6 +679,9 @@ def resolve(s: Scenario, *, seed: int | None = None, pcap: list[tuple[str, str]]
         problems.append(f"measure.stop: {stop / 1e9:g} s is after the end of the run (duration {duration / 1e9:g} s)")
     if m.start >= stop:
         problems.append(f"measure.start: {m.start / 1e9:g} s must be before measure.stop ({stop / 1e9:g} s)")
+    if m.interval is not None and m.interval > duration:
+        problems.append(f"measure.interval: {m.interval / 1e9:g} s is longer than the run (duration "
+                        f"{duration / 1e9:g} s): no sample would be taken; allowed: up to the duration")
     if m.interval is not None and duration // m.interval > MAX_SAMPLES:
         problems.append(
             f"measure.interval: {m.interval / 1e9:g} s gives {duration // m.interval:,} samples over the run; "
