@@ -74,8 +74,8 @@ def from_validation_error(err, source: str | None = None, root: str = "scenario"
         if e["type"] == "missing":
             problems.append(f"{where}: required field is missing")
             continue
+        name = where.split(".")[-1].split("[")[0]  # the field's own name, as a file writes it
         if e["type"] == "model_type":  # "a valid dictionary or instance of TcpOptions": pydantic's words
-            name = where.split(".")[-1].split("[")[0]
             got = e.get("input")
             if loc and isinstance(loc[-1], int):
                 shape = f"each entry a table ([[{name}]] in a file)" if len(loc) == 2 else "each entry a table"
@@ -88,7 +88,6 @@ def from_validation_error(err, source: str | None = None, root: str = "scenario"
             problems.append(f"{where}: expected {shape}, got {type(got).__name__} {got!r}"[:300] + broken)
             continue
         if e["type"] == "list_type":
-            name = where.split(".")[-1].split("[")[0]
             tables = len(loc) == 1 and name in LISTS_OF_TABLES
             example = f"[[{name}]] tables one after another" if tables else f"{name} = [ ... ]"
             problems.append(f"{where}: expected a list, e.g. {example}, got {type(e.get('input')).__name__}")

@@ -56,11 +56,14 @@ class Footprint:
         return ", ".join(parts)
 
 
+def group_sizes(s: "Scenario") -> dict[str, int]:
+    """The nodes each host or router entry stands for (its group's count, or 1), by name."""
+    return {n.name: n.count or 1 for n in [*s.hosts, *s.routers]}
+
+
 def estimate(s: "Scenario") -> Footprint:
     """From the scenario as written: groups are counted, not expanded."""
-    size: dict[str, int] = {}
-    for n in [*s.hosts, *s.routers]:
-        size[n.name] = n.count or 1
+    size = group_sizes(s)
 
     def members(name: str) -> int:
         return size.get(name, 1)  # a member of a group ("h3") is one node
@@ -147,7 +150,7 @@ def udp_work_warning(s: "Scenario") -> str | None:
     from .resolve import CBR_DEFAULT_PACKET, ONOFF_DEFAULT_PACKET
     from .units import exact_rate, format_time
 
-    size: dict[str, int] = {n.name: n.count or 1 for n in [*s.hosts, *s.routers]}
+    size = group_sizes(s)
     worst = None
     total = 0.0
     for f in s.flows:

@@ -94,8 +94,6 @@ def load(directory: str | Path) -> Results:
         raise ExperimentError(f"{d}: no such results directory")
     try:
         return _load(d)
-    except ExperimentError:
-        raise
     except (ValueError, KeyError) as e:
         # (json's and pyarrow's parse errors are ValueErrors; a record without a field netbraid writes, a KeyError)
         what = f"no field {e}" if isinstance(e, KeyError) else str(e).splitlines()[0] if str(e) else type(e).__name__
