@@ -1,7 +1,8 @@
 """Paper 001 (MPTCP with delay or loss on the main path): the command's
 contract and its model. Expectations come from capacity (1 Gb/s paths,
-1448-byte payloads in 1500-byte packets), from window/RTT, and from the
-topology (impairment on Path0 does not touch Path1), not from earlier runs."""
+1448-byte payloads in 1500-byte packets), from window/RTT, from the
+topology (impairment on Path0 does not touch Path1) and from this machine's
+kernel measured on emu (docs/papers/001.md), not from earlier runs."""
 
 import subprocess
 

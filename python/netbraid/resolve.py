@@ -69,8 +69,8 @@ TCP_DEFAULTS: dict[str, Any] = {
 #: delayed ACKs every second segment with a 40 ms floor (TCP_DELACK_MIN),
 #: RACK-TLP (net.ipv4.tcp_recovery = 1 and tcp_early_retrans = 3, the
 #: defaults), PRR in recovery (since Linux 3.2) and reductions from the
-#: window rather than FlightSize. What `compare` and paper
-#: 001 give the simulator; `profile = "linux"` adds Linux's CUBIC. Not yet
+#: window rather than FlightSize. The base of `profile = "linux"` (below),
+#: which adds Linux's CUBIC, RTO, D-SACK and socket buffers. Not yet
 #: here: SACK compression (`sack_compression = 44`, the kernel's default),
 #: see docs/model.md.
 LINUX_TCP: dict[str, Any] = {

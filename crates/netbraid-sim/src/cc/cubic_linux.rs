@@ -6,7 +6,8 @@
 //! - the window is whole segments, raised by one every `cnt` segments ACKed
 //!   (tcp_cong_avoid_ai), never by a fraction per ACK;
 //! - `cnt` = cwnd / (W(t + delay_min) − cwnd) is worked out again only when
-//!   cwnd has changed or HZ/32 jiffies have passed, at most once a jiffy;
+//!   cwnd has changed or more than HZ/32 jiffies have passed (HZ/32 = 7 at
+//!   HZ = 250), at most once a jiffy;
 //!   time is jiffies since the epoch, in 2^-10 s for the curve; `cnt` is at
 //!   least 2 (at most 1.5× per round trip) and, while no W_max is known (the
 //!   first epoch, or after a timeout, which forgets it), at most 20 (5 % per
