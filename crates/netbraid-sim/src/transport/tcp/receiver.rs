@@ -12,7 +12,9 @@ use crate::net::packet::{tcp_flags, Body, SackBlocks, TcpSegment};
 use crate::trace::counters::ReceiveCounters;
 use std::sync::Arc;
 
-/// An idle gap after which Linux's receiver ACKs quickly again.
+/// An idle gap after which Linux's receiver ACKs quickly again: longer than
+/// the receiver's RTO, which Linux sets from the handshake's RTT (m + max(2m,
+/// 200 ms)); with no handshake modelled, the RTO before any sample (1 s).
 const IDLE_QUICKACK: Time = crate::engine::time::SECOND;
 
 pub struct TcpReceiver {
@@ -241,7 +243,7 @@ impl TcpReceiver {
                 self.read += n;
             }
             // Linux enters quick-ACK mode at the first data and after an idle
-            // gap (longer than its initial RTO, 1 s, for a receiver that sends nothing)
+            // gap (`IDLE_QUICKACK`)
             if self.last_data_at.is_none_or(|t| now.saturating_sub(t) > IDLE_QUICKACK) {
                 self.quick_acks_left = self.quick_acks;
             }
