@@ -6,7 +6,7 @@
 
 use crate::engine::Time;
 use crate::error::SimError;
-use crate::net::packet::{Body, Packet};
+use crate::net::packet::{Body, Dss, Packet, TcpSegment};
 use crate::net::{iface_addr, ChannelId, IfaceId};
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -115,10 +115,15 @@ fn encode_headers(buf: &mut Vec<u8>, pkt: &Packet) -> u32 {
     let mut l4 = Vec::with_capacity(64);
     let (proto, payload) = match &pkt.body {
         Body::Tcp(seg) => {
-            // Options: NOP padding for header bytes beyond 40 (e.g. timestamps),
-            // then SACK blocks while they fit in TCP's 40 option bytes.
+            // Options: MPTCP's DSS, if any, then NOP padding for the other
+            // header bytes beyond 40 (e.g. timestamps), then SACK blocks
+            // while they fit in TCP's 40 option bytes.
             let pad = pkt.size.saturating_sub(seg.len + 40 + seg.sack.option_bytes()).min(40) as usize;
-            let mut opts = vec![1u8; pad - pad % 4];
+            let mut opts = dss_option(seg);
+            if opts.len() > pad - pad % 4 {
+                opts.clear(); // (not counted in the size: never cut an option short)
+            }
+            opts.resize(pad - pad % 4, 1);
             let room = (40 - opts.len()).saturating_sub(4) / 8;
             let blocks: Vec<(u64, u64)> = seg.sack.iter(seg.ack).take(room).collect();
             if !blocks.is_empty() {
@@ -171,6 +176,40 @@ fn encode_headers(buf: &mut Vec<u8>, pkt: &Packet) -> u32 {
     buf.extend_from_slice(&ip);
     buf.extend_from_slice(&l4);
     total
+}
+
+/// MPTCP's DSS option (RFC 8684 §3.3.1) as the segment carries it, padded
+/// with NOPs to a 4-byte boundary: on a pure ACK an 8-byte DATA_ACK (flags
+/// A, a); on data its mapping, an 8-byte data sequence number, the subflow
+/// sequence number (relative: the subflow starts at 0) and the data-level
+/// length (flags M, m; no checksum, as Linux by default). A data segment's
+/// DATA_ACK, counted in its size, is left out: data flows one way, and the
+/// model has no value for it (its bytes stay NOP padding).
+fn dss_option(seg: &TcpSegment) -> Vec<u8> {
+    const KIND: u8 = 30;
+    const SUBTYPE_DSS: u8 = 2 << 4;
+    // flags: DATA_ACK present, 8 bytes; mapping present, DSN 8 bytes
+    const A: u8 = 0x01;
+    const A8: u8 = 0x02;
+    const M: u8 = 0x04;
+    const M8: u8 = 0x08;
+    let mut o = match seg.dss() {
+        None => return Vec::new(),
+        Some(Dss::DataAck(ack)) => {
+            let mut o = vec![KIND, 12, SUBTYPE_DSS, A | A8];
+            o.extend_from_slice(&ack.to_be_bytes());
+            o
+        }
+        Some(Dss::Mapping { dsn }) => {
+            let mut o = vec![KIND, 18, SUBTYPE_DSS, M | M8];
+            o.extend_from_slice(&dsn.to_be_bytes());
+            o.extend_from_slice(&(seg.seq as u32).to_be_bytes());
+            o.extend_from_slice(&(seg.len.min(u16::MAX as u32) as u16).to_be_bytes());
+            o
+        }
+    };
+    o.resize(o.len().div_ceil(4) * 4, 1);
+    o
 }
 
 fn ipv4_checksum(header: &[u8; 20]) -> u16 {
