@@ -119,11 +119,12 @@ fn encode_headers(buf: &mut Vec<u8>, pkt: &Packet) -> u32 {
             // header bytes beyond 40 (e.g. timestamps), then SACK blocks
             // while they fit in TCP's 40 option bytes.
             let pad = pkt.size.saturating_sub(seg.len + 40 + seg.sack.option_bytes()).min(40) as usize;
+            let pad = pad - pad % 4;
             let mut opts = dss_option(seg);
-            if opts.len() > pad - pad % 4 {
+            if opts.len() > pad {
                 opts.clear(); // (not counted in the size: never cut an option short)
             }
-            opts.resize(pad - pad % 4, 1);
+            opts.resize(pad, 1);
             let room = (40 - opts.len()).saturating_sub(4) / 8;
             let blocks: Vec<(u64, u64)> = seg.sack.iter(seg.ack).take(room).collect();
             if !blocks.is_empty() {
@@ -193,20 +194,17 @@ fn dss_option(seg: &TcpSegment) -> Vec<u8> {
     const A8: u8 = 0x02;
     const M: u8 = 0x04;
     const M8: u8 = 0x08;
+    let length = seg.len.min(u16::MAX as u32) as u16;
     let mut o = match seg.dss() {
         None => return Vec::new(),
-        Some(Dss::DataAck(ack)) => {
-            let mut o = vec![KIND, 12, SUBTYPE_DSS, A | A8];
-            o.extend_from_slice(&ack.to_be_bytes());
-            o
-        }
-        Some(Dss::Mapping { dsn }) => {
-            let mut o = vec![KIND, 18, SUBTYPE_DSS, M | M8];
-            o.extend_from_slice(&dsn.to_be_bytes());
-            o.extend_from_slice(&(seg.seq as u32).to_be_bytes());
-            o.extend_from_slice(&(seg.len.min(u16::MAX as u32) as u16).to_be_bytes());
-            o
-        }
+        Some(Dss::DataAck(ack)) => [&[KIND, 12, SUBTYPE_DSS, A | A8][..], &ack.to_be_bytes()].concat(),
+        Some(Dss::Mapping { dsn }) => [
+            &[KIND, 18, SUBTYPE_DSS, M | M8][..],
+            &dsn.to_be_bytes(),
+            &(seg.seq as u32).to_be_bytes(),
+            &length.to_be_bytes(),
+        ]
+        .concat(),
     };
     o.resize(o.len().div_ceil(4) * 4, 1);
     o
