@@ -91,8 +91,20 @@ pub fn builtin(spec: &FlowSpec, setup: &FlowSetup) -> Result<EndpointPair, SimEr
     if let FlowKind::Mptcp { tcp, bytes, mptcp } = &spec.kind {
         tcp.validate(&format!("{path}."))?;
         mptcp.validate(&format!("{path}."), setup.paths)?;
+        if tcp.mss <= crate::net::packet::DSS_ON_DATA {
+            return Err(SimError::invalid(
+                format!("{path}.mss"),
+                format!(
+                    "{} B leaves no payload beside MPTCP's {} B DSS option (allowed: more than {} B)",
+                    tcp.mss,
+                    crate::net::packet::DSS_ON_DATA,
+                    crate::net::packet::DSS_ON_DATA
+                ),
+            ));
+        }
+        let subflow = crate::transport::mptcp::subflow_config(tcp);
         let controllers = (0..setup.paths)
-            .map(|k| controller(spec, setup, tcp, &format!("subflow {k}")))
+            .map(|k| controller(spec, setup, &subflow, &format!("subflow {k}")))
             .collect::<Result<Vec<_>, _>>()?;
         let sender = BulkSender::new(MptcpSender::new((**tcp).clone(), mptcp, controllers), *bytes);
         let reader = Reader::new(MptcpReceiver::new(tcp, setup.paths), ReadPolicy::Waiting);

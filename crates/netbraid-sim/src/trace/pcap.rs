@@ -184,8 +184,8 @@ fn encode_headers(buf: &mut Vec<u8>, pkt: &Packet) -> u32 {
 /// A, a); on data its mapping, an 8-byte data sequence number, the subflow
 /// sequence number (relative: the subflow starts at 0) and the data-level
 /// length (flags M, m; no checksum, as Linux by default). A data segment's
-/// DATA_ACK, counted in its size, is left out: data flows one way, and the
-/// model has no value for it (its bytes stay NOP padding).
+/// 4-byte DATA_ACK, counted in its size, is left out: data flows one way,
+/// and the model has no value for it (its bytes stay NOP padding).
 fn dss_option(seg: &TcpSegment) -> Vec<u8> {
     const KIND: u8 = 30;
     const SUBTYPE_DSS: u8 = 2 << 4;

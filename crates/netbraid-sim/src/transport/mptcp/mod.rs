@@ -21,11 +21,15 @@
 //!   initial subflow, i.e. when the connection is established. A joining
 //!   subflow is usable about two of its round trips later. Lost handshake
 //!   packets are re-sent after the initial RTO, doubling.
-//! - option bytes on the wire: DSS with an 8-byte DATA_ACK on every ACK
-//!   (12 B), and with an 8-byte DSN mapping on every data segment (28 B,
-//!   padded), no DSS checksum (Linux's default); MP_JOIN as in RFC 8684.
-//!   Linux maps a whole write at once and every segment of it carries the
-//!   mapping; here each segment's names its own bytes, the same size.
+//! - option bytes on the wire as this kernel sends them: DSS with an 8-byte
+//!   DATA_ACK on every pure ACK (12 B), and with a 4-byte DATA_ACK and an
+//!   8-byte DSN mapping on every data segment (24 B, padded), no DSS
+//!   checksum (Linux's default); MP_JOIN as in RFC 8684. The data option
+//!   comes out of the payload, as in Linux (`tcp_current_mss` counts the
+//!   established options): a subflow segment carries MSS − 24 bytes
+//!   (`subflow_mss`), so a full one is exactly the MTU. Linux maps a whole
+//!   write at once and every segment of it carries the mapping; here each
+//!   segment's names its own bytes, the same size.
 //! - the connection's buffers count payload bytes (not kernel memory);
 //!   the receiver reads as data arrives (an iperf server).
 //! - schedulers are described in `scheduler.rs`.
@@ -36,6 +40,17 @@ mod sender;
 
 pub use receiver::MptcpReceiver;
 pub use scheduler::Scheduler;
+
+/// A subflow's TCP settings: the connection's, with the payload of a full
+/// segment less the DSS option every data segment carries
+/// (`net::packet::DSS_ON_DATA`), for its sender, receiver and controller
+/// alike (the flow's checks keep the MSS above the option).
+pub fn subflow_config(cfg: &crate::transport::tcp::TcpConfig) -> crate::transport::tcp::TcpConfig {
+    crate::transport::tcp::TcpConfig {
+        mss: cfg.mss - crate::net::packet::DSS_ON_DATA,
+        ..cfg.clone()
+    }
+}
 
 /// When data held up on one subflow goes again on another, and when a
 /// subflow counts as failed (the scheduler skips it).

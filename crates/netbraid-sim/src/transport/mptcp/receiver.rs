@@ -73,7 +73,7 @@ pub struct MptcpReceiver {
 
 impl MptcpReceiver {
     pub fn new(cfg: &TcpConfig, paths: usize) -> Self {
-        let mut sub_cfg = cfg.clone();
+        let mut sub_cfg = super::subflow_config(cfg);
         // Subflows keep only their own out-of-order data, which the
         // connection counts against its buffer; they are never the limit.
         sub_cfg.rcvbuf = u32::MAX as u64;
@@ -92,7 +92,7 @@ impl MptcpReceiver {
             .collect();
         Self {
             header_bytes: cfg.header_bytes,
-            mss: cfg.mss as u64,
+            mss: sub_cfg.mss as u64,
             rcvbuf: cfg.receive_buffer(),
             subflows,
             data_ack: 0,
@@ -453,5 +453,30 @@ impl StreamReceiver for MptcpReceiver {
             }
         };
         Snapshot { counters, sender: None }
+    }
+}
+
+#[cfg(test)]
+impl MptcpReceiver {
+    pub fn debug_state(&self) -> String {
+        let mut s = format!(
+            "data_ack {} read {} ooo {:?} ooo_bytes {} pending_held {} right_edge {} copies {}\n",
+            self.data_ack,
+            self.read,
+            self.out_of_order.ranges(),
+            self.out_of_order_bytes,
+            self.pending_held,
+            self.right_edge,
+            self.copies.len()
+        );
+        for (i, sf) in self.subflows.iter().enumerate() {
+            s += &format!(
+                "  rsf{i}: rcv_nxt {} pending {:?} credited {}\n",
+                sf.tcp.rcv_nxt(),
+                sf.pending,
+                sf.credited
+            );
+        }
+        s
     }
 }

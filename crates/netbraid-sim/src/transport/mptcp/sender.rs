@@ -185,10 +185,10 @@ impl MptcpSender {
     /// the TCP configuration: its buffers are the connection's, the rest
     /// applies to each subflow.
     pub fn new(cfg: TcpConfig, mptcp: &MptcpConfig, controllers: Vec<Box<dyn CongestionControl>>) -> Self {
-        let mut sub_cfg = cfg.clone();
         // The connection decides what to send and when; a subflow sends what
         // it is handed at once (no Nagle) and is never limited by its own
         // buffers: the connection's are the real ones.
+        let mut sub_cfg = super::subflow_config(&cfg);
         sub_cfg.nodelay = true;
         sub_cfg.sndbuf = u32::MAX as u64;
         sub_cfg.rcvbuf = u32::MAX as u64;
@@ -210,7 +210,7 @@ impl MptcpSender {
             })
             .collect();
         Self {
-            mss: cfg.mss as u64,
+            mss: sub_cfg.mss as u64,
             window_edge: cfg.receive_buffer(),
             cfg,
             scheduler: mptcp.scheduler,
@@ -1097,7 +1097,15 @@ mod tests {
     fn sender(paths: usize, cc: &str) -> MptcpSender {
         let cfg = TcpConfig::default();
         let ccs = (0..paths)
-            .map(|_| crate::cc::build("", cc, &cfg.cc_params, cfg.controller_config()).unwrap())
+            .map(|_| {
+                crate::cc::build(
+                    "",
+                    cc,
+                    &cfg.cc_params,
+                    super::super::subflow_config(&cfg).controller_config(),
+                )
+                .unwrap()
+            })
             .collect();
         MptcpSender::new(cfg, &MptcpConfig::default(), ccs)
     }
@@ -1139,8 +1147,12 @@ mod tests {
     fn the_first_data_goes_with_mp_capable_and_the_rest_with_dss() {
         // RFC 8684 §3.1: the client's first data segment carries MP_CAPABLE
         // with both keys and the data-level length (22 bytes, 24 padded),
-        // which maps it; every later one a DSS mapping (28 bytes: §3.3.1,
-        // 8-byte data sequence number and a 4-byte subflow one, no checksum)
+        // which maps it; every later one a DSS mapping (24 bytes: §3.3.1, a
+        // 4-byte DATA_ACK, an 8-byte data sequence number, a 4-byte subflow
+        // one and the length, no checksum: the 22-byte option this kernel
+        // sends), taken out of the payload, so that a full segment is the
+        // same size as a plain TCP one (Linux: 1424 bytes of payload at MTU
+        // 1500 with timestamps)
         let mut s = sender(2, "reno");
         let mut out = Vec::new();
         s.write_all(0, None, &mut out);
@@ -1154,7 +1166,13 @@ mod tests {
             .collect();
         assert!(options.len() >= 2, "{options:?}");
         assert_eq!(options[0], 24, "{options:?}");
-        assert!(options[1..].iter().all(|&o| o == 28), "{options:?}");
+        assert!(options[1..].iter().all(|&o| o == 24), "{options:?}");
+        let mss = TcpConfig::default().mss;
+        assert!(
+            out.iter().all(|tx| tx.size == header + mss),
+            "sizes {:?}",
+            out.iter().map(|t| t.size).collect::<Vec<_>>()
+        );
     }
 
     #[test]
@@ -1190,5 +1208,30 @@ mod tests {
         }
         assert_eq!(covered.ranges(), &[(0, 64 * mss)], "queued: {:?}", s.reinject);
         assert_eq!(total, 64 * mss, "each byte queued once: {:?}", s.reinject);
+    }
+}
+
+#[cfg(test)]
+impl MptcpSender {
+    pub fn debug_state(&self) -> String {
+        let mut s = format!(
+            "data_una {} data_nxt {} window_edge {} app_end {:?} reinject {:?} rtx_deadline {:?} poll {:?}\n",
+            self.data_una,
+            self.data_nxt,
+            self.window_edge,
+            self.app_end,
+            self.reinject,
+            self.rtx_deadline,
+            crate::transport::StreamSender::poll_at(self)
+        );
+        for (i, sf) in self.subflows.iter().enumerate() {
+            let t = &sf.tcp;
+            s += &format!(
+                "  sf{i}: join {:?} stale {} cnt {} una {} written {} flight {} unsent {} cwnd {} room {} timed_out {} rto {} poll {:?} maps {:?}\n",
+                sf.join, sf.stale, sf.stale_count, t.snd_una(), t.written_end(), t.flight_size(), t.unsent(), t.cwnd(),
+                t.send_room(), t.timed_out(), t.rto(), t.poll_at(), sf.maps.iter().collect::<Vec<_>>()
+            );
+        }
+        s
     }
 }
