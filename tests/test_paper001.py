@@ -1,6 +1,7 @@
 """Paper 001 (MPTCP with delay or loss on the main path): the command's
 contract and its model. Expectations come from capacity (1 Gb/s paths,
-1448-byte payloads in 1500-byte packets), from window/RTT, from the
+1448-byte TCP payloads in 1500-byte packets, 1424-byte MPTCP ones beside
+a 24-byte DSS option), from window/RTT, from the
 topology (impairment on Path0 does not touch Path1) and from this machine's
 kernel measured on emu (docs/papers/001.md), not from earlier runs."""
 

@@ -105,7 +105,8 @@ LINUX_TCP: dict[str, Any] = {
 LINUX_CUBIC: dict[str, Any] = {"cc": "cubic", "cc_params": {"beta": 717 / 1024, "hystart": True, "linux_integer": True,
                                                             "hz": 250}}
 #: Pieces of Linux's TCP modelled after the first runs of paper 001 (whose
-#: settings are now the whole profile but `linux_buffers`, since 2026-12-07):
+#: settings are now the whole profile, at the paper's rates without
+#: `linux_buffers`, since 2026-12-07):
 #: Linux's RTO computation (tcp_rtt_estimator, tcp_set_rto), and three SACK
 #: blocks per ACK: what the 40 bytes of TCP options hold beside the 12 of
 #: timestamps (tcp_established_options). D-SACK and undo (tcp_dsack_set,

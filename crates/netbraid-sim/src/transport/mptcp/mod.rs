@@ -27,7 +27,10 @@
 //!   checksum (Linux's default); MP_JOIN as in RFC 8684. The data option
 //!   comes out of the payload, as in Linux (`tcp_current_mss` counts the
 //!   established options): a subflow segment carries MSS − 24 bytes
-//!   (`subflow_mss`), so a full one is exactly the MTU. Linux maps a whole
+//!   (`subflow_config`), so a full one is exactly the MTU. An ACK's SACK
+//!   blocks get what TCP's 40 option bytes leave beside the timestamps and
+//!   the DSS (Linux gives MPTCP's options precedence): one block with
+//!   timestamps, as this kernel's captures show, three without. Linux maps a whole
 //!   write at once and every segment of it carries the mapping; here each
 //!   segment's names its own bytes, the same size.
 //! - the connection's buffers count payload bytes (not kernel memory);
@@ -44,10 +47,22 @@ pub use scheduler::Scheduler;
 /// A subflow's TCP settings: the connection's, with the payload of a full
 /// segment less the DSS option every data segment carries
 /// (`net::packet::DSS_ON_DATA`), for its sender, receiver and controller
-/// alike (the flow's checks keep the MSS above the option).
+/// alike (the flow's checks keep the MSS above the option), and at most the
+/// SACK blocks that fit beside the DSS on an ACK (`tcp_established_options`
+/// gives SACK what is left of 40 option bytes: 4 for its kind, length and
+/// padding, 8 a block).
 pub fn subflow_config(cfg: &crate::transport::tcp::TcpConfig) -> crate::transport::tcp::TcpConfig {
+    use crate::net::packet::{Dss, DSS_ON_DATA};
+    let mss = cfg
+        .mss
+        .checked_sub(DSS_ON_DATA)
+        .filter(|&m| m > 0)
+        .expect("an MPTCP flow's MSS is above its DSS option (checked with the flow)");
+    let other_options = cfg.header_bytes.saturating_sub(40); // timestamps: 12
+    let left = 40u32.saturating_sub(other_options + Dss::DataAck(0).wire_bytes());
     crate::transport::tcp::TcpConfig {
-        mss: cfg.mss - crate::net::packet::DSS_ON_DATA,
+        mss,
+        max_sack_blocks: cfg.max_sack_blocks.min(left.saturating_sub(4) / 8),
         ..cfg.clone()
     }
 }

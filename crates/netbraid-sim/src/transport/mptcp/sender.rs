@@ -397,6 +397,11 @@ impl MptcpSender {
         {
             return;
         }
+        // A burst lasts one push: upstream picks the subflow afresh every
+        // time it pushes (`__mptcp_push_pending`, since Linux 6.5 dropped
+        // `msk->last_snd`; 5.10 to 6.4 went on with the last subflow while
+        // its burst lasted, across pushes).
+        self.burst_left = 0;
         let mut cands = std::mem::take(&mut self.cands);
         let mut fresh = false;
         loop {
@@ -614,9 +619,9 @@ impl MptcpSender {
         if !self.has_new_chunk() {
             return None;
         }
-        // The default scheduler keeps filling the subflow of its current
-        // burst while it can queue whole segments (and is still of the tier
-        // in use: a backup only while no active subflow is usable).
+        // Within a push the default scheduler keeps filling the subflow of
+        // its burst while it can queue whole segments (and is still of the
+        // tier in use: a backup only while no active subflow is usable).
         let active_usable = cands.iter().any(|c| c.usable && !c.backup);
         let continuing = self.scheduler == Scheduler::Default
             && self.burst_left > 0
@@ -627,7 +632,8 @@ impl MptcpSender {
             self.last_pick
         } else {
             let (i, allowance) = self.scheduler.pick(cands, self.last_pick, None)?;
-            self.burst_left = allowance;
+            // (upstream: at most what the connection's window still allows)
+            self.burst_left = allowance.min(self.window_edge.saturating_sub(self.data_nxt));
             i
         };
         // The default scheduler: one piece of a page fragment, as upstream
@@ -1147,31 +1153,35 @@ mod tests {
     fn the_first_data_goes_with_mp_capable_and_the_rest_with_dss() {
         // RFC 8684 §3.1: the client's first data segment carries MP_CAPABLE
         // with both keys and the data-level length (22 bytes, 24 padded),
-        // which maps it; every later one a DSS mapping (24 bytes: §3.3.1, a
-        // 4-byte DATA_ACK, an 8-byte data sequence number, a 4-byte subflow
-        // one and the length, no checksum: the 22-byte option this kernel
-        // sends), taken out of the payload, so that a full segment is the
+        // which maps it; every later one a DSS mapping (§3.3.1: a 4-byte
+        // DATA_ACK, an 8-byte data sequence number, a 4-byte subflow one and
+        // the length, no checksum: the 22-byte option this kernel sends, 24
+        // padded), taken out of the payload, so that a full segment is the
         // same size as a plain TCP one (Linux: 1424 bytes of payload at MTU
         // 1500 with timestamps)
         let mut s = sender(2, "reno");
         let mut out = Vec::new();
         s.write_all(0, None, &mut out);
-        let header = TcpConfig::default().header_bytes;
-        let options: Vec<u32> = out
+        let cfg = TcpConfig::default();
+        let segs: Vec<(u32, u64, u32)> = out
             .iter()
             .map(|tx| match &tx.body {
-                Body::Tcp(seg) => tx.size - header - seg.len,
+                Body::Tcp(seg) => match seg.dss() {
+                    Some(Dss::Mapping { dsn }) => (tx.size, dsn, seg.len),
+                    other => panic!("a data segment without a mapping: {other:?}"),
+                },
                 _ => unreachable!(),
             })
             .collect();
-        assert!(options.len() >= 2, "{options:?}");
-        assert_eq!(options[0], 24, "{options:?}");
-        assert!(options[1..].iter().all(|&o| o == 24), "{options:?}");
-        let mss = TcpConfig::default().mss;
+        assert!(segs.len() >= 2, "{segs:?}");
+        // the first maps data byte 0 (MP_CAPABLE), the others follow on
+        assert_eq!(segs[0].1, 0, "{segs:?}");
+        assert!(segs.windows(2).all(|w| w[1].1 == w[0].1 + w[0].2 as u64), "{segs:?}");
+        // every full segment is header + MSS on the wire, its payload 24 B short
         assert!(
-            out.iter().all(|tx| tx.size == header + mss),
-            "sizes {:?}",
-            out.iter().map(|t| t.size).collect::<Vec<_>>()
+            segs.iter()
+                .all(|&(size, _, len)| size == cfg.header_bytes + cfg.mss && len == cfg.mss - 24),
+            "{segs:?}"
         );
     }
 
