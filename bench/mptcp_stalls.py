@@ -92,7 +92,7 @@ def stalls(rows: list[list[str]]) -> dict:
 
 
 def on_sim(loss: float, window: int, seconds: float, seed: int, tmp: Path) -> dict:
-    s = p001.scenario("mptcp", window, loss=loss, scale=p001.EMU_SCALE, duration_s=seconds)
+    s = p001.scenario("mptcp", window, loss=loss, scale=p001.EMU_SCALE, duration_s=seconds, beside_kernel=True)
     dirs = ["pc0->pc1", "pc1->pc0", "pc0->pc1#2", "pc1->pc0#2"]
     files = [tmp / f"sim{k}.pcap" for k in range(4)]
     r = nb.simulate(s, seed=seed, pcap=[(d, str(f)) for d, f in zip(dirs, files)])

@@ -16,8 +16,10 @@ Where the paper is silent (each overridable in code, stated in the doc):
 - Linux's TCP as the simulator's `profile = "linux"` has it (IW10, Linux's
   RTO with its 200 ms minimum, 1448-byte segments with timestamps, SACK with
   D-SACK, RACK-TLP, PRR, CUBIC in the kernel's integer arithmetic at HZ =
-  250), except the socket-buffer rule of Linux 6.6 and later (the paper's
-  kernel made the window the `-w` asked for); upstream MPTCP's default
+  250), at the paper's rates without the socket-buffer rule of Linux 6.6
+  and later (the paper's kernel made the window the `-w` asked for), and
+  with it where it is set beside this machine's kernel (×0.2); upstream
+  MPTCP's default
   scheduler and uncoupled CUBIC on each subflow (upstream Linux has no
   coupled control);
 - iperf's default 10 s per run, measured from 1 s (the slow start of an
@@ -83,20 +85,21 @@ EMU_SCALE = 0.2
 
 
 def scenario(kind: str, window_kib: int = 100, *, delay_ms: float = 0.0, loss: float = 0.0, duration_s: float = 10.0,
-             scale: float = 1.0, backend: str = "sim") -> Scenario:
+             scale: float = 1.0, backend: str = "sim", beside_kernel: bool = False) -> Scenario:
     """Two PCs joined by two cables; the emulator on Path0 adds `delay_ms`
     and `loss` to the data direction. `kind` "tcp" runs on Path0 alone,
     "mptcp" with its initial subflow on Path0 and one more on Path1 (to the
     receiver's Path0 address, as Linux's `subflow` endpoint makes it).
-    `scale` multiplies the path rates and the window alike; the simulator
-    at another scale than the paper's is the one beside this machine's
-    kernel (`KERNEL_TCP_SETTINGS`)."""
+    `scale` multiplies the path rates and the window alike. The simulator
+    takes the paper era's TCP (`TCP_SETTINGS`), or with `beside_kernel`,
+    where it is set beside this machine's kernel, that kernel's
+    (`KERNEL_TCP_SETTINGS`)."""
     if kind not in ("tcp", "mptcp"):
         raise ScenarioError(f"paper 001: kind {kind!r} (allowed: tcp, mptcp)")
     if backend != "sim":
         tcp: dict[str, Any] = {"cc": "cubic"}
     else:
-        tcp = dict(TCP_SETTINGS if scale == 1.0 else KERNEL_TCP_SETTINGS)
+        tcp = dict(KERNEL_TCP_SETTINGS if beside_kernel else TCP_SETTINGS)
     rate = f"{round(RATE_BPS * scale)}bps"
     s = Scenario(name=f"paper-001 {kind} w={window_kib}KiB d={delay_ms:g}ms p={loss:g} x{scale:g}",
                  duration=f"{duration_s:g}s", tcp=tcp)
@@ -147,18 +150,20 @@ def run(*, quick: bool = False, reps: int | None = None, seed: int = 1, workers:
         results["reps"][label], results["duration_s"][label] = n, duration
         results["runs"][label] = _sweeps(axes, be, scale, n, duration, seed, workers,
                                          None if out is None else out / label.replace(" ", "").replace("×", "x"),
-                                         progress)
+                                         progress, beside_kernel=scale != 1.0)
     return results
 
 
-def _sweeps(axes, backend, scale, reps, duration, seed, workers, out, progress) -> dict[str, Any]:
+def _sweeps(axes, backend, scale, reps, duration, seed, workers, out, progress,
+            beside_kernel: bool = False) -> dict[str, Any]:
     windows = [f"{window_bytes(w, scale)}B" for w in axes["window"]]
     found: dict[str, Any] = {}
     for sweep, path, values in (("delay", "links.0.ab.delay", [f"{BASE_DELAY_MS + d:g}ms" for d in axes["delay"]]),
                                 ("loss", "links.0.ab.loss", axes["loss"])):
         found[sweep] = {}
         for kind in ("tcp", "mptcp"):
-            base = scenario(kind, axes["window"][0], duration_s=duration, scale=scale, backend=backend)
+            base = scenario(kind, axes["window"][0], duration_s=duration, scale=scale, backend=backend,
+                            beside_kernel=beside_kernel)
             if sweep == "loss":
                 base.links[0].ab.loss = 0.0
             plan = make_plan(base, grid=[Axis("flows.iperf.window", tuple(windows)), Axis(path, tuple(values))],
@@ -262,7 +267,8 @@ def explain(*, quick: bool = False, reps: int | None = None, seed: int = 1, work
             cells[point] = {}
             columns = [("TCP (Path0)", "tcp", {}, 1)] + [(name, "mptcp", extra, k) for name, _, extra, k in variants]
             for name, kind, extra, factor in columns:
-                s = scenario(kind, w * factor, delay_ms=d, loss=p, duration_s=duration, scale=scale, backend=be)
+                s = scenario(kind, w * factor, delay_ms=d, loss=p, duration_s=duration, scale=scale, backend=be,
+                             beside_kernel=scale != 1.0)
                 for key, value in extra.items():
                     setattr(s.flows[0], key, value)
                 tag = f"{label}-{point}-{name}".replace(" ", "").replace("×", "x").replace("%", "pc").replace(",", "")

@@ -58,11 +58,13 @@ pub fn subflow_config(cfg: &crate::transport::tcp::TcpConfig) -> crate::transpor
         .checked_sub(DSS_ON_DATA)
         .filter(|&m| m > 0)
         .expect("an MPTCP flow's MSS is above its DSS option (checked with the flow)");
-    let other_options = cfg.header_bytes.saturating_sub(40); // timestamps: 12
+    // (header bytes beyond IPv4's and TCP's 40 count as options: timestamps'
+    // 12; at least one block is kept, as a longer IP header leaves room)
+    let other_options = cfg.header_bytes.saturating_sub(40);
     let left = 40u32.saturating_sub(other_options + Dss::DataAck(0).wire_bytes());
     crate::transport::tcp::TcpConfig {
         mss,
-        max_sack_blocks: cfg.max_sack_blocks.min(left.saturating_sub(4) / 8),
+        max_sack_blocks: cfg.max_sack_blocks.min(left.saturating_sub(4) / 8).max(1),
         ..cfg.clone()
     }
 }

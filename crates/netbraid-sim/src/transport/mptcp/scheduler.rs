@@ -4,8 +4,8 @@
 //!   among active subflows that can queue more, the one whose queued data
 //!   (in flight and unsent) drains soonest at its pacing rate
 //!   (cwnd / srtt × 2 in slow start, × 1.2 after, as `sk_pacing_rate`);
-//!   the chosen subflow takes a burst of up to 64 KB (`MPTCP_SEND_BURST_SIZE`,
-//!   at most what the connection's window allows) that waits in its own
+//!   the chosen subflow takes a burst of up to 64 KB (`MPTCP_SEND_BURST_SIZE`)
+//!   that waits in its own
 //!   queue if its cwnd is full, handed over in pieces of a 32 KB page
 //!   fragment (`MptcpSender::upstream_chunk`). A burst lasts one push: the
 //!   next ACK's push picks afresh (since Linux 6.5; 5.10 to 6.4 went on with

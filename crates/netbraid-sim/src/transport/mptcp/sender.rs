@@ -610,8 +610,10 @@ impl MptcpSender {
                     .iter()
                     .enumerate()
                     .find_map(|(k, r)| placeable[r.had].map(|p| (k, *r, p)));
-                if let Some((k, r, (i, allowance))) = found {
-                    self.burst_left = allowance;
+                if let Some((k, r, (i, _))) = found {
+                    // (a resend starts no burst: upstream's `__mptcp_retrans`
+                    // leaves `snd_burst` alone, and new data is picked afresh)
+                    self.burst_left = 0;
                     return Some((r.dsn, r.len, Some(k), i));
                 }
             }
@@ -632,8 +634,9 @@ impl MptcpSender {
             self.last_pick
         } else {
             let (i, allowance) = self.scheduler.pick(cands, self.last_pick, None)?;
-            // (upstream: at most what the connection's window still allows)
-            self.burst_left = allowance.min(self.window_edge.saturating_sub(self.data_nxt));
+            // (upstream caps it at what the connection's window allows, which
+            // `new_chunk_len` does here for each chunk)
+            self.burst_left = allowance;
             i
         };
         // The default scheduler: one piece of a page fragment, as upstream
