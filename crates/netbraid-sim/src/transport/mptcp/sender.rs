@@ -162,9 +162,8 @@ pub struct MptcpSender {
     last_optimisation: Vec<Option<Time>>,
     /// Redundant scheduler: per subflow, the next data byte it is to carry.
     redundant_next: Vec<u64>,
-    /// Scheduler state: the last subflow picked and what is left of its burst.
+    /// Scheduler state: the last subflow picked (round-robin's position).
     last_pick: usize,
-    burst_left: u64,
     completed_at: Option<Time>,
     views: Vec<SubflowView>,
     /// The scheduler's view of the subflows, kept between pushes: an ACK or
@@ -229,7 +228,6 @@ impl MptcpSender {
             last_optimisation: vec![None; n],
             redundant_next: vec![0; n],
             last_pick: 0,
-            burst_left: 0,
             completed_at: None,
             views: Vec::new(),
             cands: Vec::new(),
@@ -397,11 +395,12 @@ impl MptcpSender {
         {
             return;
         }
-        // A burst lasts one push: upstream picks the subflow afresh every
-        // time it pushes (`__mptcp_push_pending`, since Linux 6.5 dropped
-        // `msk->last_snd`; 5.10 to 6.4 went on with the last subflow while
-        // its burst lasted, across pushes).
-        self.burst_left = 0;
+        // What is left of the current burst. A burst lasts one push:
+        // upstream picks the subflow afresh every time it pushes
+        // (`__mptcp_push_pending`, since Linux 6.5 dropped `msk->last_snd`;
+        // 5.10 to 6.4 went on with the last subflow while its burst lasted,
+        // across pushes).
+        let mut burst_left = 0;
         let mut cands = std::mem::take(&mut self.cands);
         let mut fresh = false;
         loop {
@@ -423,11 +422,11 @@ impl MptcpSender {
                 self.refresh_candidates(&mut cands);
                 fresh = true;
             }
-            let Some((dsn, len, reinjection, i)) = self.next_job(&cands) else {
+            let Some((dsn, len, reinjection, i)) = self.next_job(&cands, &mut burst_left) else {
                 break;
             };
             self.last_pick = i;
-            self.burst_left = self.burst_left.saturating_sub(len);
+            burst_left = burst_left.saturating_sub(len);
             self.send_chunk(now, i, dsn, len, out);
             // A write changes only what the subflow holds (its cwnd, RTT and
             // state stay), and its room shrinks by exactly the bytes written.
@@ -599,7 +598,8 @@ impl MptcpSender {
 
     /// The next chunk and its subflow: the first queued reinjection some
     /// subflow other than the one that had it can take, else new data.
-    fn next_job(&mut self, cands: &[Candidate]) -> Option<(u64, u64, Option<usize>, usize)> {
+    /// `burst_left` is what is left of the push's current burst.
+    fn next_job(&mut self, cands: &[Candidate], burst_left: &mut u64) -> Option<(u64, u64, Option<usize>, usize)> {
         if !self.reinject.is_empty() {
             let placeable: Vec<Option<(usize, u64)>> = (0..self.subflows.len())
                 .map(|h| self.scheduler.pick(cands, self.last_pick, Some(h)))
@@ -613,7 +613,7 @@ impl MptcpSender {
                 if let Some((k, r, (i, _))) = found {
                     // (a resend starts no burst: upstream's `__mptcp_retrans`
                     // leaves `snd_burst` alone, and new data is picked afresh)
-                    self.burst_left = 0;
+                    *burst_left = 0;
                     return Some((r.dsn, r.len, Some(k), i));
                 }
             }
@@ -626,7 +626,7 @@ impl MptcpSender {
         // tier in use: a backup only while no active subflow is usable).
         let active_usable = cands.iter().any(|c| c.usable && !c.backup);
         let continuing = self.scheduler == Scheduler::Default
-            && self.burst_left > 0
+            && *burst_left > 0
             && cands
                 .get(self.last_pick)
                 .is_some_and(|c| c.usable && can_queue(c) && (!c.backup || !active_usable));
@@ -636,7 +636,7 @@ impl MptcpSender {
             let (i, allowance) = self.scheduler.pick(cands, self.last_pick, None)?;
             // (upstream caps it at what the connection's window allows, which
             // `new_chunk_len` does here for each chunk)
-            self.burst_left = allowance;
+            *burst_left = allowance;
             i
         };
         // The default scheduler: one piece of a page fragment, as upstream
@@ -646,7 +646,7 @@ impl MptcpSender {
         // data); round-robin one.
         let c = &cands[i];
         let max = match self.scheduler {
-            Scheduler::Default => self.burst_left.min(self.upstream_chunk(c)),
+            Scheduler::Default => (*burst_left).min(self.upstream_chunk(c)),
             Scheduler::MinRtt => c.room,
             Scheduler::RoundRobin | Scheduler::Redundant => self.mss,
         };
