@@ -1099,6 +1099,31 @@ impl StreamSender for MptcpSender {
 }
 
 #[cfg(test)]
+impl MptcpSender {
+    pub fn debug_state(&self) -> String {
+        let mut s = format!(
+            "data_una {} data_nxt {} window_edge {} app_end {:?} reinject {:?} rtx_deadline {:?} poll {:?}\n",
+            self.data_una,
+            self.data_nxt,
+            self.window_edge,
+            self.app_end,
+            self.reinject,
+            self.rtx_deadline,
+            crate::transport::StreamSender::poll_at(self)
+        );
+        for (i, sf) in self.subflows.iter().enumerate() {
+            let t = &sf.tcp;
+            s += &format!(
+                "  sf{i}: join {:?} stale {} cnt {} una {} written {} flight {} unsent {} cwnd {} room {} timed_out {} rto {} poll {:?} maps {:?}\n",
+                sf.join, sf.stale, sf.stale_count, t.snd_una(), t.written_end(), t.flight_size(), t.unsent(), t.cwnd(),
+                t.send_room(), t.timed_out(), t.rto(), t.poll_at(), sf.maps.iter().collect::<Vec<_>>()
+            );
+        }
+        s
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -1221,30 +1246,5 @@ mod tests {
         }
         assert_eq!(covered.ranges(), &[(0, 64 * mss)], "queued: {:?}", s.reinject);
         assert_eq!(total, 64 * mss, "each byte queued once: {:?}", s.reinject);
-    }
-}
-
-#[cfg(test)]
-impl MptcpSender {
-    pub fn debug_state(&self) -> String {
-        let mut s = format!(
-            "data_una {} data_nxt {} window_edge {} app_end {:?} reinject {:?} rtx_deadline {:?} poll {:?}\n",
-            self.data_una,
-            self.data_nxt,
-            self.window_edge,
-            self.app_end,
-            self.reinject,
-            self.rtx_deadline,
-            crate::transport::StreamSender::poll_at(self)
-        );
-        for (i, sf) in self.subflows.iter().enumerate() {
-            let t = &sf.tcp;
-            s += &format!(
-                "  sf{i}: join {:?} stale {} cnt {} una {} written {} flight {} unsent {} cwnd {} room {} timed_out {} rto {} poll {:?} maps {:?}\n",
-                sf.join, sf.stale, sf.stale_count, t.snd_una(), t.written_end(), t.flight_size(), t.unsent(), t.cwnd(),
-                t.send_room(), t.timed_out(), t.rto(), t.poll_at(), sf.maps.iter().collect::<Vec<_>>()
-            );
-        }
-        s
     }
 }
