@@ -23,6 +23,17 @@
 //! - counters of transmitted packets are kept at admission and corrected for
 //!   the packets not yet departed when read (`counters_at`).
 //!
+//! A link into a router that forwards everything it brings to one other
+//! link, and that nothing else feeds (`sim::transit`), hands its packets on
+//! when it admits them: each is offered to that next link at once, at the
+//! instant it would reach the router (`Admitted::transit`). Its entry here is
+//! then *forwarded*: it keeps its place in the FIFO (the queue and the
+//! counters still read it) but no event takes it out — it leaves when a
+//! later admission or arrival finds it past (`prune_forwarded`). Only the
+//! unforwarded entries, which are the FIFO's tail (forwarding stops at the
+//! run's end, and arrivals are in order), have their arrival in the event
+//! queue, the first of them at a time.
+//!
 //! At one instant, the link's own departures come before anything else: a
 //! packet offered at the very nanosecond the transmitter finishes finds it
 //! free, and a snapshot at that instant counts the departure.
@@ -75,15 +86,21 @@ pub struct InLink {
     pub packet: PacketRef,
     /// Size in bytes; in the top bit whether the loss model (or an outage)
     /// took it (then it is dropped, not delivered), in the next whether that
-    /// drop has been counted already (`Simulation::count_wire_losses`).
+    /// drop has been counted already (`Simulation::count_wire_losses`), in
+    /// the next whether it was forwarded at admission (see the module's
+    /// notes: then its packet is no longer this link's to read).
     size_lost: u32,
 }
 
 impl InLink {
     const LOST: u32 = 1 << 31;
     const COUNTED: u32 = 1 << 30;
+    const FORWARDED: u32 = 1 << 29;
     pub fn size(&self) -> u32 {
-        self.size_lost & !(Self::LOST | Self::COUNTED)
+        self.size_lost & !(Self::LOST | Self::COUNTED | Self::FORWARDED)
+    }
+    pub fn forwarded(&self) -> bool {
+        self.size_lost & Self::FORWARDED != 0
     }
     pub fn lost(&self) -> bool {
         self.size_lost & Self::LOST != 0
@@ -208,6 +225,9 @@ pub enum Offer {
         /// When its serialisation starts and ends.
         start: Time,
         depart: Time,
+        /// Forwarded at admission (`offer`'s `forward_before`): when it
+        /// reaches the far end, and whether the wire loses it on the way.
+        transit: Option<(Time, bool)>,
     },
 }
 
@@ -241,7 +261,9 @@ impl Channel {
 
     /// Offer a packet at `now`; `ect` says it may be ECN-marked instead of
     /// dropped. An admitted packet takes its arrival's place in the order of
-    /// events from `reserve` (given its arrival time).
+    /// events from `reserve` (given its arrival time). One that would reach
+    /// the far end before `forward_before` (0 on a link that forwards
+    /// nothing) is forwarded: its caller takes it on from there.
     #[inline]
     pub fn offer(
         &mut self,
@@ -249,8 +271,12 @@ impl Channel {
         packet: PacketRef,
         size: u32,
         ect: bool,
+        forward_before: Time,
         reserve: impl FnOnce(Time) -> EventKey,
     ) -> Offer {
+        if forward_before > 0 {
+            self.prune_forwarded(now);
+        }
         let mut marked = false;
         let start = if self.busy_until <= now {
             // The transmitter went idle at `busy_until`: every packet admitted
@@ -287,30 +313,50 @@ impl Channel {
         self.counters.tx_packets += 1;
         self.counters.tx_bytes += size as u64;
         let lost = self.loss.lose_next(depart);
+        let at = depart.saturating_add(self.delay);
+        let forwarded = at < forward_before;
         if lost {
             self.counters.loss_drops += 1;
-            self.lost_in_link += 1;
+            // (a forwarded packet's loss is its caller's to count)
+            self.lost_in_link += !forwarded as u32;
         }
-        debug_assert!(size < InLink::COUNTED, "packet sizes are checked far below 1 GiB");
-        let arrival = reserve(depart.saturating_add(self.delay));
-        let schedule = self.in_link.is_empty().then_some(arrival);
+        debug_assert!(size < InLink::FORWARDED, "packet sizes are checked far below 512 MiB");
+        let arrival = reserve(at);
+        // the first unforwarded entry's arrival is the link's event
+        let schedule = (!forwarded && self.in_link.back().is_none_or(InLink::forwarded)).then_some(arrival);
         self.in_link.push_back(InLink {
             arrival,
             packet,
-            size_lost: size | if lost { InLink::LOST } else { 0 },
+            size_lost: size | if lost { InLink::LOST } else { 0 } | if forwarded { InLink::FORWARDED } else { 0 },
         });
         Offer::Admitted {
             marked,
             schedule,
             start,
             depart,
+            transit: forwarded.then_some((at, lost)),
         }
     }
 
-    /// The first packet in the link reached the far end: take it out, with
-    /// the place of the next arrival, if any.
+    /// The first unforwarded packet in the link reached the far end: take it
+    /// out (with the forwarded ones ahead of it), with the place of the next
+    /// arrival, if any.
     #[inline]
     pub fn arrive(&mut self) -> (InLink, Option<EventKey>) {
+        loop {
+            let head = self.take_front();
+            if head.forwarded() {
+                continue;
+            }
+            self.lost_in_link -= head.lost() as u32;
+            // (the entries behind an unforwarded one are unforwarded)
+            return (head, self.in_link.front().map(|n| n.arrival));
+        }
+    }
+
+    /// Take the link's first entry out.
+    #[inline]
+    fn take_front(&mut self) -> InLink {
         let head = self
             .in_link
             .pop_front()
@@ -323,8 +369,19 @@ impl Channel {
         if self.queue.len() > self.in_link.len() {
             self.queue.pop(head.size());
         }
-        self.lost_in_link -= head.lost() as u32;
-        (head, self.in_link.front().map(|n| n.arrival))
+        head
+    }
+
+    /// Forwarded entries that have reached the far end by `now` leave.
+    #[inline]
+    fn prune_forwarded(&mut self, now: Time) {
+        while self
+            .in_link
+            .front()
+            .is_some_and(|f| f.forwarded() && f.arrival.time() <= now)
+        {
+            self.take_front();
+        }
     }
 
     /// The packet `k` places behind the head, if the link holds one.

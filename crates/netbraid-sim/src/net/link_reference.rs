@@ -285,7 +285,7 @@ fn rate_server_decides_as_the_two_event_model() {
                 old.counters,
                 "round {round}: counters before offer {i}"
             );
-            let fate = match new.offer(t, PacketRef(i as u32), size, ect, |at| keys.reserve(at)) {
+            let fate = match new.offer(t, PacketRef(i as u32), size, ect, 0, |at| keys.reserve(at)) {
                 Offer::Dropped => Fate::Dropped,
                 Offer::Admitted {
                     marked, start, depart, ..
@@ -337,7 +337,7 @@ fn a_link_busy_beyond_the_end_of_time_saturates() {
     let mut keys: EventQueue<()> = EventQueue::new();
     let mut last = None;
     for i in 0..40_000u32 {
-        match link.offer(0, PacketRef(i), 65_507, false, |at| keys.reserve(at)) {
+        match link.offer(0, PacketRef(i), 65_507, false, 0, |at| keys.reserve(at)) {
             Offer::Admitted { depart, .. } => {
                 let key = link.in_link.back().unwrap().arrival;
                 assert!(last.is_none_or(|l| l < key), "packet {i} arrives out of order");

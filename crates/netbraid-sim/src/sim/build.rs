@@ -190,6 +190,21 @@ impl Simulation {
         let captures = build_captures(scn, net.channels.len())?;
         let mark_links = net.routes.splits_flows();
         let jitter = net.channels.iter().any(|c| c.jitter.is_some());
+        // Transit without an event shows drops downstream early: only for
+        // runs read once, at the end, and routing by shortest paths.
+        let read_at_end = m.start_ns == 0 && m.stop_ns >= scn.duration_ns && m.interval_ns.is_none();
+        let transit = if read_at_end && scn.routes.is_empty() {
+            super::transit::transit_links(
+                &net.channels,
+                &net.is_router,
+                &net.iface_node,
+                &net.routes,
+                &endpoints,
+                &captures,
+            )
+        } else {
+            vec![None; net.channels.len()]
+        };
         Ok(Self {
             name: scn.name.clone(),
             seed: scn.seed,
@@ -205,6 +220,7 @@ impl Simulation {
             tracks,
             mark_links,
             jitter,
+            transit,
             outbox: Vec::with_capacity(64),
             duration: scn.duration_ns,
             measure: scn.measure.clone(),

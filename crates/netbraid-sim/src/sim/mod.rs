@@ -9,6 +9,7 @@ mod build;
 mod flows;
 mod measure;
 mod results;
+mod transit;
 
 pub use build::{check_rate, check_time, MAX_RATE_BPS, MAX_SAMPLES, MAX_TIME_NS};
 pub use flows::{builtin, EndpointFactory, EndpointPair, FlowSetup};
@@ -162,6 +163,9 @@ pub struct Simulation {
     mark_links: bool,
     /// Some channel has delivery jitter (so arrivals must ask which).
     jitter: bool,
+    /// Per channel, the channel it hands its packets on to when it admits
+    /// them, the router at its far end only passing them along (`transit`).
+    transit: Vec<Option<ChannelId>>,
     outbox: crate::endpoint::Outbox,
     duration: Time,
     measure: MeasureSpec,
@@ -348,29 +352,58 @@ impl Simulation {
 
     fn forward(&mut self, now: Time, ch: ChannelId, p: PacketRef) {
         let pkt = self.pool.get(p);
-        let (size, ect) = (pkt.size, pkt.ecn != ecn::NOT_ECT);
-        if self.mark_links {
-            self.tracks.mark(pkt.track, ch);
-        }
-        let events = &mut self.events;
-        match self.channels[ch.idx()].offer(now, p, size, ect, |at| events.reserve(at)) {
-            Offer::Dropped => self.drop_packet(p),
-            Offer::Admitted {
-                marked,
-                schedule,
-                start,
-                depart,
-            } => {
-                if marked {
-                    self.pool.get_mut(p).ecn = ecn::CE;
-                }
-                if let Some(key) = schedule {
-                    self.events.schedule_reserved(key, Event::Arrive(ch));
-                }
-                // Recorded when serialisation starts, as tcpdump on the sender
-                // sees it; nothing that would leave after the run's end.
-                if self.captures.records(ch) && depart <= self.duration {
-                    self.captures.capture(ch, start, self.pool.get(p));
+        // (what each hop reads: a transit hop keeps it, but for the TTL)
+        let (size, ect, track) = (pkt.size, pkt.ecn != ecn::NOT_ECT, pkt.track);
+        let (mut now, mut ch) = (now, ch);
+        loop {
+            if self.mark_links {
+                self.tracks.mark(track, ch);
+            }
+            // (forwarded only if it reaches the router before the run ends)
+            let next = self.transit[ch.idx()];
+            let forward_before = if next.is_some() { self.duration } else { 0 };
+            let events = &mut self.events;
+            match self.channels[ch.idx()].offer(now, p, size, ect, forward_before, |at| events.reserve(at)) {
+                Offer::Dropped => return self.drop_packet(p),
+                Offer::Admitted {
+                    marked,
+                    schedule,
+                    start,
+                    depart,
+                    transit,
+                } => {
+                    if marked {
+                        self.pool.get_mut(p).ecn = ecn::CE;
+                    }
+                    if let Some(key) = schedule {
+                        self.events.schedule_reserved(key, Event::Arrive(ch));
+                    }
+                    // Recorded when serialisation starts, as tcpdump on the sender
+                    // sees it; nothing that would leave after the run's end.
+                    if self.captures.any() && self.captures.records(ch) && depart <= self.duration {
+                        self.captures.capture(ch, start, self.pool.get(p));
+                    }
+                    // On to the next link at the instant it reaches the
+                    // router, which forwards it as `reach` would.
+                    let Some((at, lost)) = transit else {
+                        return;
+                    };
+                    let next = next.expect("forwarded by a transit router");
+                    if lost {
+                        return self.drop_packet(p);
+                    }
+                    let pkt = self.pool.get_mut(p);
+                    debug_assert_eq!(
+                        self.routes.lookup(self.channels[ch.idx()].to, pkt.dst),
+                        Next::Channel(next),
+                        "a transit router forwards on across"
+                    );
+                    if pkt.ttl <= 1 {
+                        self.unroutable += 1;
+                        return self.drop_packet(p);
+                    }
+                    pkt.ttl -= 1;
+                    (now, ch) = (at, next);
                 }
             }
         }
@@ -479,7 +512,7 @@ impl Simulation {
                 if c.departure(&p) > now {
                     break;
                 }
-                if p.lost() && !p.counted() {
+                if p.lost() && !p.counted() && !p.forwarded() {
                     c.in_link[i].set_counted();
                     self.count_drop(p.packet);
                 }

@@ -918,3 +918,201 @@ fn a_window_reports_the_same_in_a_longer_run() {
         assert_same(&long, &short, &format!("{name}, window [0, 2 s] of 3 s against 2 s"));
     }
 }
+
+/// a — r1 — r2 — r3 — b: three routers that only pass packets along, TCP
+/// both ways, SCTP, MPTCP over the one path and an on-off source, over a
+/// lossy hop, a short queue, RED with ECN and an outage.
+fn transit_chain() -> Scenario {
+    let on_off = FlowKind::OnOff {
+        rate_bps: 3_000_000,
+        packet_bytes: 1000,
+        header_bytes: 28,
+        burst_ns: 50 * MILLISECOND,
+        idle_ns: 50 * MILLISECOND,
+        distribution: "exponential".into(),
+        shape: 1.5,
+    };
+    let linux = FlowKind::Tcp {
+        tcp: TcpConfig {
+            cc: "cubic".into(),
+            ecn: true,
+            rack: true,
+            tlp: true,
+            prr: true,
+            delack_timeout: 40 * MILLISECOND,
+            ..TcpConfig::default()
+        }
+        .into(),
+        bytes: None,
+        read_rate_bps: None,
+    };
+    let flows = vec![
+        flow("forward", 0, 4, tcp()),
+        flow("backward", 4, 0, linux),
+        flow(
+            "sctp",
+            0,
+            4,
+            FlowKind::Sctp {
+                sctp: Default::default(),
+                bytes: None,
+            },
+        ),
+        flow(
+            "mptcp",
+            4,
+            0,
+            FlowKind::Mptcp {
+                tcp: Default::default(),
+                bytes: None,
+                mptcp: Default::default(),
+            },
+        ),
+        flow("on-off", 0, 4, on_off),
+    ];
+    let mut scn = scenario(
+        &[("a", false), ("r1", true), ("r2", true), ("r3", true), ("b", false)],
+        &[(0, 1), (1, 2), (2, 3), (3, 4)],
+        flows,
+        3 * SECOND,
+    );
+    scn.links[1].ab.loss = LossSpec::Bernoulli { p: 0.005 };
+    scn.links[2].ab.queue.packets = Some(8);
+    scn.links[2].ab.rate_bps = 6_000_000;
+    scn.links[1].ba.rate_bps = 5_000_000;
+    scn.links[1].ba.queue.red = Some(crate::net::red::RedParams {
+        min_th: 3.0,
+        max_th: 10.0,
+        max_p: 0.1,
+        w_q: 0.01,
+        gentle: true,
+        ecn: true,
+    });
+    scn.links[2].ba.down = vec![(SECOND, SECOND + 300 * MILLISECOND)];
+    scn
+}
+
+/// The channels of a scenario that hand their packets on at admission, as
+/// (from, to) node names of each and of the next.
+fn transit_of(sim: &Simulation) -> Vec<(String, String)> {
+    let name = |c: crate::net::ChannelId| {
+        let ch = &sim.channels[c.idx()];
+        format!("{}>{}", sim.node_names[ch.from.idx()], sim.node_names[ch.to.idx()])
+    };
+    let mut pairs: Vec<(String, String)> = sim
+        .transit
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| t.map(|next| (name(crate::net::ChannelId(i as u32)), name(next))))
+        .collect();
+    pairs.sort();
+    pairs
+}
+
+/// A router that only passes packets along is crossed without an event
+/// (`sim::transit`), and that changes nothing but the count of events:
+/// the chain's results with it and without it, field by field, over drops,
+/// losses, marks and an outage, with packets still between the routers at
+/// the run's end.
+#[test]
+fn transit_routers_change_nothing_but_the_events() {
+    let scn = transit_chain();
+    let with = Simulation::new(&scn).unwrap();
+    assert_eq!(transit_of(&with).len(), 6, "{:?}", transit_of(&with));
+    assert!(transit_of(&with).contains(&("a>r1".into(), "r1>r2".into())));
+    assert!(transit_of(&with).contains(&("r3>r2".into(), "r2>r1".into())));
+    let without = || {
+        let mut sim = Simulation::new(&scn).unwrap();
+        sim.transit.iter_mut().for_each(|t| *t = None);
+        sim
+    };
+    let events = |sim: Simulation| sim.run().unwrap().events;
+    let (fewer, all) = (events(Simulation::new(&scn).unwrap()), events(without()));
+    // (of a packet's four hops, three end at a transit router)
+    assert!(fewer * 10 < all * 4, "{fewer} events against {all}");
+    let without = without();
+    let (with, without) = (results_less(with, &[]), results_less(without, &[]));
+    assert_same(&with, &without, "transit");
+    // (the hops the routers hand packets on to did drop, lose and mark)
+    let sum = |k: &str| -> u64 {
+        with["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l[k].as_u64().unwrap())
+            .sum()
+    };
+    assert!(
+        sum("queue_drops") > 0 && sum("loss_drops") > 0 && sum("ecn_marks") > 0,
+        "{} {} {}",
+        sum("queue_drops"),
+        sum("loss_drops"),
+        sum("ecn_marks")
+    );
+    for f in with["flows"].as_array().unwrap() {
+        let a = &f["accounting"];
+        let n = |k: &str| a[k].as_u64().unwrap();
+        assert_eq!(
+            n("sent_bytes"),
+            n("delivered_bytes") + n("dropped_bytes") + n("in_flight_bytes"),
+            "{}",
+            f["name"]
+        );
+    }
+}
+
+/// Where an early hand-on could be seen, or the router does more than pass
+/// packets along, it is not used.
+#[test]
+fn transit_only_where_nothing_sees_it() {
+    let count = |scn: &Scenario| transit_of(&Simulation::new(scn).unwrap()).len();
+    assert_eq!(count(&transit_chain()), 6);
+    let mut s = transit_chain();
+    s.measure.interval_ns = Some(100 * MILLISECOND);
+    assert_eq!(count(&s), 0, "a time series");
+    let mut s = transit_chain();
+    s.measure.start_ns = MILLISECOND;
+    assert_eq!(count(&s), 0, "a window after the start");
+    let mut s = transit_chain();
+    s.measure.stop_ns = 2 * SECOND;
+    assert_eq!(count(&s), 0, "a window before the end");
+    let mut s = transit_chain();
+    s.routes = vec![RouteSpec {
+        node: 1,
+        dst_iface: 0,
+        channel: 1,
+    }];
+    assert_eq!(count(&s), 0, "a static route");
+    // a capture on r1—r2, jitter on r3—b: r1, r2 and r3 each touch one
+    let mut s = transit_chain();
+    let dir = std::env::temp_dir().join(format!("netbraid-transit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    s.pcap = vec![PcapSpec {
+        channel: 2,
+        path: dir.join("c.pcap").to_string_lossy().into(),
+    }];
+    assert_eq!(count(&s), 2, "a capture");
+    std::fs::remove_dir_all(&dir).unwrap();
+    let mut s = transit_chain();
+    s.links[3].ba.jitter_ns = 100 * 1000;
+    assert_eq!(count(&s), 4, "jitter");
+    // a proxy at r2; a third neighbour of r2
+    let mut s = transit_chain();
+    s.flows[0].via = vec![0];
+    s.proxies = vec![ProxySpec {
+        node: 2,
+        buffer_bytes: 64 * 1024,
+        tcp: TcpConfig::default(),
+    }];
+    assert_eq!(count(&s), 4, "a proxy");
+    let mut s = transit_chain();
+    s.nodes.push(NodeSpec {
+        name: "c".into(),
+        router: false,
+        multipath: Default::default(),
+    });
+    let mut extra = s.links[0].clone();
+    (extra.a, extra.b) = (2, 5);
+    s.links.push(extra);
+    assert_eq!(count(&s), 4, "three neighbours");
+}

@@ -45,6 +45,12 @@ impl Captures {
         Ok(())
     }
 
+    /// Whether any channel is captured (a test cheaper than `records`).
+    #[inline]
+    pub fn any(&self) -> bool {
+        !self.writers.is_empty()
+    }
+
     /// Whether `channel` is recorded (checked on the hot path first).
     #[inline]
     pub fn records(&self, channel: ChannelId) -> bool {
