@@ -78,6 +78,9 @@ impl LinuxRto {
 pub struct RttEstimator {
     /// Smoothed RTT and RTT variation in ns; `None` before the first sample.
     srtt: Option<f64>,
+    /// `srtt` in whole ns, as senders read it on every ACK (a float's
+    /// conversion, which saturates, is several instructions).
+    srtt_ns: Option<Time>,
     rttvar: f64,
     /// Number of consecutive doublings of the RTO (cleared by a valid sample).
     backoff: u32,
@@ -98,6 +101,7 @@ impl RttEstimator {
     pub fn new(rto_min: Time, rto_max: Time, rto_initial: Time, granularity: Time) -> Self {
         Self {
             srtt: None,
+            srtt_ns: None,
             rttvar: 0.0,
             backoff: 0,
             rto_min,
@@ -160,13 +164,15 @@ impl RttEstimator {
     /// What every valid sample does beside the estimates: the backoff is
     /// cleared (RFC 6298 §5.7), the minimum kept, the RTO worked out again.
     fn sampled(&mut self, r: Time) {
+        self.srtt_ns = self.srtt.map(|s| s as Time);
         self.backoff = 0;
         self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
         self.rto = self.current_rto();
     }
 
+    #[inline]
     pub fn srtt(&self) -> Option<Time> {
-        self.srtt.map(|s| s as Time)
+        self.srtt_ns
     }
 
     /// RTO before backoff.
