@@ -5,7 +5,7 @@
 use super::cubic_linux::{valid_hz, LinuxCubic, LINUX_HZ};
 use super::hystart::HyStart;
 use super::{slow_start_increase, AckEvent, CcConfig, CongestionControl, ControllerInfo, ParamInfo, ParamKind, Params};
-use crate::engine::time::{as_secs_f64, MILLISECOND};
+use crate::engine::time::{as_secs_f64, to_f64, MILLISECOND};
 use crate::engine::Time;
 
 /// RFC 9438 constants (the defaults of the parameters).
@@ -254,7 +254,7 @@ impl Cubic {
 
     fn set_cwnd_segments(&mut self, w: f64) {
         self.cwnd_seg = w;
-        self.cwnd = ((w * self.cfg.mss as f64) as u64).max(self.cfg.mss);
+        self.cwnd = ((w * to_f64(self.cfg.mss)) as u64).max(self.cfg.mss);
     }
 
     fn reduce(&mut self, flight_size: u64) {
@@ -298,10 +298,10 @@ impl CongestionControl for Cubic {
         }
         if self.cwnd < self.ssthresh {
             let w = self.cwnd + slow_start_increase(&self.cfg, ack.newly_acked);
-            self.set_cwnd_segments(w as f64 / self.cfg.mss as f64);
+            self.set_cwnd_segments(to_f64(w) / to_f64(self.cfg.mss));
             return;
         }
-        let mss = self.cfg.mss as f64;
+        let mss = to_f64(self.cfg.mss);
         let cwnd = self.cwnd_seg;
         let epoch = *self.epoch_start.get_or_insert_with(|| {
             // New epoch: K from the distance to w_max (0 if already above it,
@@ -325,7 +325,7 @@ impl CongestionControl for Cubic {
             ack.srtt
         };
         let rtt = rtt.map_or(0.1, as_secs_f64);
-        let acked_segments = ack.newly_acked as f64 / mss;
+        let acked_segments = to_f64(ack.newly_acked) / mss;
         let target = self.w_cubic(t + rtt).clamp(cwnd, 1.5 * cwnd);
         let mut next = cwnd + (target - cwnd) / cwnd * acked_segments;
         // Reno-friendly region: α = 3(1-β)/(1+β) until W_est reaches cwnd_prior.

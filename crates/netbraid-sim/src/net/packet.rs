@@ -287,8 +287,9 @@ pub mod ecn {
 /// side table beside it and are freed with their packet.
 #[derive(Default)]
 pub struct PacketPool {
+    /// Packets, live and free: a free slot has TTL 0, which no live
+    /// packet has (a router drops one whose TTL would reach 0).
     slots: Vec<Packet>,
-    alive: Vec<bool>,
     free: Vec<u32>,
     live: usize,
     exts: ExtTable,
@@ -301,14 +302,13 @@ const PREFETCH_ABOVE_BYTES: usize = 4 << 20;
 impl PacketPool {
     #[inline]
     pub fn insert(&mut self, p: Packet) -> PacketRef {
+        debug_assert!(p.ttl > 0, "a packet enters the network with hops left");
         self.live += 1;
         if let Some(i) = self.free.pop() {
             self.slots[i as usize] = p;
-            self.alive[i as usize] = true;
             PacketRef(i)
         } else {
             self.slots.push(p);
-            self.alive.push(true);
             PacketRef((self.slots.len() - 1) as u32)
         }
     }
@@ -335,12 +335,12 @@ impl PacketPool {
     /// there) is freed. Read it before, through `get`: no copy is made.
     #[inline]
     pub fn free(&mut self, r: PacketRef) {
-        debug_assert!(self.alive[r.idx()], "packet freed twice");
+        debug_assert!(self.slots[r.idx()].ttl > 0, "packet freed twice");
         if let Some(e) = self.slots[r.idx()].ext.take() {
             self.exts.take(e);
         }
         self.live -= 1;
-        self.alive[r.idx()] = false;
+        self.slots[r.idx()].ttl = 0;
         self.free.push(r.0);
     }
     /// Whether the pool has outgrown the caches, so that prefetching packets
@@ -376,7 +376,7 @@ impl PacketPool {
     }
     /// Every packet still in the network.
     pub fn iter_live(&self) -> impl Iterator<Item = &Packet> {
-        self.slots.iter().zip(&self.alive).filter(|(_, a)| **a).map(|(p, _)| p)
+        self.slots.iter().filter(|p| p.ttl > 0)
     }
     /// Packets currently in the network.
     pub fn live(&self) -> usize {

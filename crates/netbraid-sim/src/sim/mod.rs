@@ -335,7 +335,12 @@ impl Simulation {
             } else {
                 acct.ack_packets_sent += 1;
             }
-            self.tracks.protocol[pkt.track as usize] = pkt.protocol();
+            // (a track's packets are all of one protocol: the first says it)
+            let protocol = &mut self.tracks.protocol[pkt.track as usize];
+            if *protocol == 0 {
+                *protocol = pkt.protocol();
+            }
+            debug_assert_eq!(*protocol, pkt.protocol(), "one protocol per track");
             let p = self.pool.insert(pkt);
             self.forward(now, path.out_channel, p);
         }

@@ -15,7 +15,7 @@ use super::send_buffer::SendBuffer;
 use super::{RangeSet, Recovery, RttEstimator, Semantics, TcpConfig};
 use crate::cc::{AckEvent, CongestionControl, LossState, RateEvent, SubflowView};
 use crate::endpoint::{Outbox, SenderState, Transmit};
-use crate::engine::time::{as_secs_f64, earliest};
+use crate::engine::time::{as_secs_f64, earliest, to_f64};
 use crate::engine::Time;
 use crate::error::SimError;
 use crate::net::packet::{tcp_flags, Body, TcpSegment};
@@ -738,7 +738,8 @@ impl TcpSender {
         // once, when the cumulative ACK gives no sample: tcp_ack_update_rtt)
         let mut first_sackt = None;
         let dsack = if self.undo.is_some() { dsack_block(seg) } else { None };
-        if self.cfg.recovery == Recovery::Sack {
+        // (most ACKs carry no SACK block: nothing to walk, nothing newly SACKed)
+        if self.cfg.recovery == Recovery::Sack && !(seg.sack.is_empty() && self.newly_sacked.is_empty()) {
             let mut parts = std::mem::take(&mut self.newly_sacked);
             parts.clear();
             let per_segment = self.rack.is_some() || self.rate.is_some();
@@ -2221,11 +2222,11 @@ impl TcpSender {
     fn integrate_to(&mut self, now: Time) {
         if self.started && now > self.cwnd_clock {
             let dt = now - self.cwnd_clock;
-            self.stats.cwnd_area += self.cwnd() as f64 * dt as f64;
+            self.stats.cwnd_area += to_f64(self.cwnd()) * to_f64(dt);
             // (while data is out: a finished transfer's last srtt does not
             // weigh on for the rest of the window)
             if let Some(srtt) = self.rtt.srtt().filter(|_| self.snd_una < self.snd_max) {
-                self.stats.srtt_area += srtt as f64 * dt as f64;
+                self.stats.srtt_area += to_f64(srtt) * to_f64(dt);
                 self.stats.srtt_time_ns += dt;
             }
             self.cwnd_clock = now;
