@@ -31,6 +31,12 @@ impl EventKey {
     pub fn time(&self) -> Time {
         self.time
     }
+    /// A time with no place in the order of events: for what will never be
+    /// scheduled (a link's forwarded entries), so that it takes no sequence
+    /// number from those that will.
+    pub fn unscheduled(time: Time) -> Self {
+        Self { time, seq: u64::MAX }
+    }
     /// Time in the high 64 bits, sequence in the low 64: one integer compare.
     #[inline]
     fn packed(&self) -> u128 {
@@ -360,6 +366,7 @@ impl<E: Copy> EventQueue<E> {
     #[inline(always)]
     pub fn schedule_reserved(&mut self, key: EventKey, event: E) {
         debug_assert!(key.time >= self.now, "a reserved place already passed");
+        debug_assert!(key.seq != u64::MAX, "an unscheduled key is never scheduled");
         if let Err((key, event)) = self.run.insert(key.packed(), event) {
             self.arrivals.push(key, event);
             self.heaps_first = self.heaps_first.map(|k| k.min(key));

@@ -321,7 +321,11 @@ impl Channel {
             self.lost_in_link += !forwarded as u32;
         }
         debug_assert!(size < InLink::FORWARDED, "packet sizes are checked far below 512 MiB");
-        let arrival = reserve(at);
+        let arrival = if forwarded {
+            EventKey::unscheduled(at)
+        } else {
+            reserve(at)
+        };
         // the first unforwarded entry's arrival is the link's event
         let schedule = (!forwarded && self.in_link.back().is_none_or(InLink::forwarded)).then_some(arrival);
         self.in_link.push_back(InLink {
