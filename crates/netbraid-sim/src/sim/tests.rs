@@ -70,8 +70,26 @@ fn flow(name: &str, src: u32, dst: u32, kind: FlowKind) -> FlowSpec {
 }
 
 fn tcp() -> FlowKind {
+    tcp_with(TcpConfig::default())
+}
+
+/// Exponential on-off UDP at `rate_bps` while on, 50 ms on and off on average.
+fn on_off(rate_bps: u64) -> FlowKind {
+    FlowKind::OnOff {
+        rate_bps,
+        packet_bytes: 1000,
+        header_bytes: 28,
+        burst_ns: 50 * MILLISECOND,
+        idle_ns: 50 * MILLISECOND,
+        distribution: "exponential".into(),
+        shape: 1.5,
+    }
+}
+
+/// An endless TCP flow with these settings.
+fn tcp_with(tcp: TcpConfig) -> FlowKind {
     FlowKind::Tcp {
-        tcp: TcpConfig::default().into(),
+        tcp: tcp.into(),
         bytes: None,
         read_rate_bps: None,
     }
@@ -519,15 +537,10 @@ fn timers_already_due_run_now_and_later_ones_still_run() {
 /// the whole run); flows with other settings keep their own.
 #[test]
 fn flows_with_the_same_settings_share_one_copy() {
-    let cubic = FlowKind::Tcp {
-        tcp: TcpConfig {
-            cc: "cubic".into(),
-            ..TcpConfig::default()
-        }
-        .into(),
-        bytes: None,
-        read_rate_bps: None,
-    };
+    let cubic = tcp_with(TcpConfig {
+        cc: "cubic".into(),
+        ..TcpConfig::default()
+    });
     let flows = vec![
         flow("a", 0, 1, tcp()),
         flow("b", 0, 1, tcp()),
@@ -607,11 +620,6 @@ fn endpoint_cases() -> Vec<(&'static str, Scenario)> {
         dsack: true,
         ..TcpConfig::default()
     };
-    let tcp_with = |tcp: TcpConfig| FlowKind::Tcp {
-        tcp: tcp.into(),
-        bytes: None,
-        read_rate_bps: None,
-    };
     let tcp_named = |cc: &str| {
         tcp_with(TcpConfig {
             cc: cc.into(),
@@ -637,15 +645,6 @@ fn endpoint_cases() -> Vec<(&'static str, Scenario)> {
         }),
         bytes: None,
     };
-    let on_off = FlowKind::OnOff {
-        rate_bps: 2_000_000,
-        packet_bytes: 1000,
-        header_bytes: 28,
-        burst_ns: 50 * MILLISECOND,
-        idle_ns: 50 * MILLISECOND,
-        distribution: "exponential".into(),
-        shape: 1.5,
-    };
     // a —(links 0, 1)— b: interfaces 0 and 2 on a, 1 and 3 on b
     let two_links = |name: &'static str, kind: FlowKind, two_paths: bool| {
         let mut flows = vec![flow(name, 0, 1, kind), flow("beside", 0, 1, tcp())];
@@ -666,7 +665,7 @@ fn endpoint_cases() -> Vec<(&'static str, Scenario)> {
         // a — p — b, the flow split at p, an on-off source beside it
         let mut f = flow("relayed", 0, 2, tcp());
         f.via = vec![0]; // (proxy 0, at p)
-        let flows = vec![f, flow("on-off", 0, 2, on_off)];
+        let flows = vec![f, flow("on-off", 0, 2, on_off(2_000_000))];
         let mut scn = scenario(
             &[("a", false), ("p", true), ("b", false)],
             &[(0, 1), (1, 2)],
@@ -923,29 +922,15 @@ fn a_window_reports_the_same_in_a_longer_run() {
 /// both ways, SCTP, MPTCP over the one path and an on-off source, over a
 /// lossy hop, a short queue, RED with ECN and an outage.
 fn transit_chain() -> Scenario {
-    let on_off = FlowKind::OnOff {
-        rate_bps: 3_000_000,
-        packet_bytes: 1000,
-        header_bytes: 28,
-        burst_ns: 50 * MILLISECOND,
-        idle_ns: 50 * MILLISECOND,
-        distribution: "exponential".into(),
-        shape: 1.5,
-    };
-    let linux = FlowKind::Tcp {
-        tcp: TcpConfig {
-            cc: "cubic".into(),
-            ecn: true,
-            rack: true,
-            tlp: true,
-            prr: true,
-            delack_timeout: 40 * MILLISECOND,
-            ..TcpConfig::default()
-        }
-        .into(),
-        bytes: None,
-        read_rate_bps: None,
-    };
+    let linux = tcp_with(TcpConfig {
+        cc: "cubic".into(),
+        ecn: true,
+        rack: true,
+        tlp: true,
+        prr: true,
+        delack_timeout: 40 * MILLISECOND,
+        ..TcpConfig::default()
+    });
     let flows = vec![
         flow("forward", 0, 4, tcp()),
         flow("backward", 4, 0, linux),
@@ -968,7 +953,7 @@ fn transit_chain() -> Scenario {
                 mptcp: Default::default(),
             },
         ),
-        flow("on-off", 0, 4, on_off),
+        flow("on-off", 0, 4, on_off(3_000_000)),
     ];
     let mut scn = scenario(
         &[("a", false), ("r1", true), ("r2", true), ("r3", true), ("b", false)],
