@@ -295,9 +295,14 @@ pub struct PacketPool {
     exts: ExtTable,
 }
 
-/// Pool size above which arrivals prefetch the packets behind them (about
-/// twice a core's L2 on the machines we measure on).
-const PREFETCH_ABOVE_BYTES: usize = 4 << 20;
+/// Pool size above which arrivals prefetch the packets behind them: half a
+/// core's L2 on the machine we measure on (2 MiB), where the slot an
+/// arriving packet was written to a path's delay earlier has mostly been
+/// displaced by the traffic since. (At 4 MiB, the 10 Gb/s HSTCP bench's
+/// seed 3, a pool of 2.3 MB, did without: 3.3–3.6 % slower, two sittings of
+/// 9 alternating runs, bench/RESULTS.md 2026-12-07; the dumbbells' and the
+/// MPTCP cost cases' pools, 13–260 KB, are far below either.)
+const PREFETCH_ABOVE_BYTES: usize = 1 << 20;
 
 impl PacketPool {
     #[inline]
