@@ -385,7 +385,7 @@ impl Simulation {
                     }
                     // Recorded when serialisation starts, as tcpdump on the sender
                     // sees it; nothing that would leave after the run's end.
-                    if self.captures.any() && self.captures.records(ch) && depart <= self.duration {
+                    if self.captures.records(ch) && depart <= self.duration {
                         self.captures.capture(ch, start, self.pool.get(p));
                     }
                     // On to the next link at the instant it reaches the

@@ -45,16 +45,11 @@ impl Captures {
         Ok(())
     }
 
-    /// Whether any channel is captured (a test cheaper than `records`).
-    #[inline]
-    pub fn any(&self) -> bool {
-        !self.writers.is_empty()
-    }
-
-    /// Whether `channel` is recorded (checked on the hot path first).
+    /// Whether `channel` is recorded (checked on the hot path first: a run
+    /// that captures nothing answers without a lookup).
     #[inline]
     pub fn records(&self, channel: ChannelId) -> bool {
-        self.of_channel.get(channel.idx()).is_some_and(|w| w.is_some())
+        !self.writers.is_empty() && self.of_channel.get(channel.idx()).is_some_and(|w| w.is_some())
     }
 
     pub fn capture(&mut self, channel: ChannelId, at: Time, pkt: &Packet) {
