@@ -26,10 +26,11 @@
 //! A link into a router that forwards everything it brings to one other
 //! link, and that nothing else feeds (`sim::transit`), hands its packets on
 //! when it admits them: each is offered to that next link at once, at the
-//! instant it would reach the router (`Admitted::transit`). Its entry here is
-//! then *forwarded*: it keeps its place in the FIFO (the queue and the
-//! counters still read it) but no event takes it out — it leaves when a
-//! later admission or arrival finds it past (`prune_forwarded`). Only the
+//! instant it would reach the router (`Admitted::transit`). One that has to
+//! wait for the transmitter keeps an entry here, *forwarded*: it keeps its
+//! place in the FIFO (the queue reads it) but no event takes it out — it
+//! leaves when a later admission or arrival finds it past
+//! (`prune_forwarded`); one that starts at once takes none. Only the
 //! unforwarded entries, which are the FIFO's tail (forwarding stops at the
 //! run's end, and arrivals are in order), have their arrival in the event
 //! queue, the first of them at a time.
@@ -77,8 +78,8 @@ crate::counters! {
 
 /// A packet admitted to a link and not yet at its far end (24 bytes: a link
 /// holds as many as its queue and its bandwidth-delay product). When its
-/// serialisation starts is not kept: a packet that had to wait starts when
-/// the one admitted before it departs (`advance`).
+/// serialisation starts is not kept: it is the departure less the
+/// serialisation time of its size (`advance`).
 #[derive(Clone, Copy, Debug)]
 pub struct InLink {
     /// Its arrival's place in the order of events (time = departure + delay).
@@ -242,20 +243,31 @@ impl Channel {
         self.ser_times[slot]
     }
 
+    /// Serialisation time of a size, read from the cache where it is there
+    /// (a packet waiting in the queue was sized at its admission).
+    #[inline]
+    fn serialisation_time_of(&self, size: u32) -> Time {
+        let slot = (size as usize >> 2) & 3;
+        if self.ser_sizes[slot] == size {
+            self.ser_times[slot]
+        } else {
+            serialisation_time(size + self.framing_bytes, self.rate_bps)
+        }
+    }
+
     /// Bring the queue's occupancy to `now`: waiting packets whose
-    /// serialisation has started leave it. A packet admitted while the
-    /// transmitter was busy starts when the packet admitted before it
-    /// departs; if that one has arrived already (it is not in the link any
-    /// more), it has long started.
+    /// serialisation has started leave it. A packet's start is its
+    /// departure less its serialisation time (for one that waited, the
+    /// departure of the packet admitted before it, which may have left the
+    /// link or never entered it: see `offer`).
     #[inline]
     pub fn advance(&mut self, now: Time) {
         while !self.queue.is_empty() {
-            let waiting = self.in_link.len() - self.queue.len();
-            if waiting > 0 && self.departure(&self.in_link[waiting - 1]) > now {
+            let first = self.in_link[self.in_link.len() - self.queue.len()];
+            if self.departure(&first) - self.serialisation_time_of(first.size()) > now {
                 break;
             }
-            let size = self.in_link[waiting].size();
-            self.queue.pop(size);
+            self.queue.pop(first.size());
         }
     }
 
@@ -326,7 +338,21 @@ impl Channel {
         } else {
             reserve(at)
         };
-        // the first unforwarded entry's arrival is the link's event
+        // A forwarded packet that starts at once takes no entry: it never
+        // waits in the queue, its packet is the next link's, and it departs
+        // before the run's end, the only time counters are read in a run
+        // that forwards (`sim::transit`). Most forwarded packets are these.
+        if forwarded && start == now {
+            return Offer::Admitted {
+                marked,
+                schedule: None,
+                start,
+                depart,
+                transit: Some((at, lost)),
+            };
+        }
+        // the first unforwarded entry's arrival is the link's event (the
+        // unforwarded entries are the FIFO's tail)
         let schedule = (!forwarded && self.in_link.back().is_none_or(InLink::forwarded)).then_some(arrival);
         self.in_link.push_back(InLink {
             arrival,

@@ -256,6 +256,24 @@ pub struct Packet {
 }
 
 impl Packet {
+    /// What a slot of the pool holds before its first packet (TTL 0: free).
+    pub const FREE: Packet = Packet {
+        src: IfaceId(0),
+        dst: IfaceId(0),
+        src_port: 0,
+        dst_port: 0,
+        endpoint: EndpointId(0),
+        path: 0,
+        flow: FlowId(0),
+        track: 0,
+        data: false,
+        size: 0,
+        ttl: 0,
+        ecn: 0,
+        ext: None,
+        body: Body::Udp(UdpDatagram { seq: 0, len: 0 }),
+    };
+
     /// IP protocol number of the body (for the five-tuple).
     pub fn protocol(&self) -> u8 {
         match self.body {
@@ -316,6 +334,23 @@ impl PacketPool {
             self.slots.push(p);
             PacketRef((self.slots.len() - 1) as u32)
         }
+    }
+    /// Insert a packet written by `fill` straight into its slot (no copy
+    /// of it through the stack): `fill` must write the whole packet.
+    #[inline]
+    pub fn insert_with(&mut self, fill: impl FnOnce(&mut Packet)) -> PacketRef {
+        self.live += 1;
+        let i = match self.free.pop() {
+            Some(i) => i as usize,
+            None => {
+                self.slots.push(Packet::FREE);
+                self.slots.len() - 1
+            }
+        };
+        let slot = &mut self.slots[i];
+        fill(slot);
+        debug_assert!(slot.ttl > 0, "a packet enters the network with hops left");
+        PacketRef(i as u32)
     }
     /// Store a packet's extension; put the returned handle in `Packet::ext`.
     pub fn insert_ext(&mut self, e: Box<Ext>) -> ExtRef {

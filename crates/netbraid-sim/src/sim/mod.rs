@@ -308,42 +308,47 @@ impl Simulation {
     /// path it names, then make sure its next timer is scheduled.
     fn flush(&mut self, now: Time, ep: EndpointId) {
         let mut outbox = std::mem::take(&mut self.outbox);
-        for tx in outbox.drain(..) {
+        // Each packet is written once, from the outbox straight into its
+        // pool slot, not built on the stack and copied in (112 bytes).
+        for tx in outbox.iter_mut() {
             let slot = &self.endpoints[ep.idx()];
-            let path = slot.paths[tx.path as usize];
-            let ext = tx.ext.map(|e| self.pool.insert_ext(e));
-            let pkt = Packet {
-                src: path.local,
-                dst: path.remote,
-                src_port: path.local_port,
-                dst_port: path.remote_port,
-                endpoint: path.peer,
-                path: path.peer_path,
-                flow: slot.flow,
-                track: path.track,
-                data: path.sends_data,
-                size: tx.size,
-                ttl: 64,
-                ecn: if tx.ect { ecn::ECT } else { ecn::NOT_ECT },
-                ext,
-                body: tx.body,
-            };
-            let acct = &mut self.tracks.acct[pkt.track as usize];
+            let path = &slot.paths[tx.path as usize];
+            let (track, sends_data, out_channel) = (path.track, path.sends_data, path.out_channel);
+            let ext = tx.ext.take().map(|e| self.pool.insert_ext(e));
+            let p = self.pool.insert_with(|pkt| {
+                *pkt = Packet {
+                    src: path.local,
+                    dst: path.remote,
+                    src_port: path.local_port,
+                    dst_port: path.remote_port,
+                    endpoint: path.peer,
+                    path: path.peer_path,
+                    flow: slot.flow,
+                    track,
+                    data: sends_data,
+                    size: tx.size,
+                    ttl: 64,
+                    ecn: if tx.ect { ecn::ECT } else { ecn::NOT_ECT },
+                    ext,
+                    body: tx.body,
+                }
+            });
+            let acct = &mut self.tracks.acct[track as usize];
             acct.sent_bytes += tx.size as u64;
-            if path.sends_data {
+            if sends_data {
                 acct.data_packets_sent += 1;
             } else {
                 acct.ack_packets_sent += 1;
             }
             // (a track's packets are all of one protocol: the first says it)
-            let protocol = &mut self.tracks.protocol[pkt.track as usize];
+            let protocol = &mut self.tracks.protocol[track as usize];
             if *protocol == 0 {
-                *protocol = pkt.protocol();
+                *protocol = self.pool.get(p).protocol();
             }
-            debug_assert_eq!(*protocol, pkt.protocol(), "one protocol per track");
-            let p = self.pool.insert(pkt);
-            self.forward(now, path.out_channel, p);
+            debug_assert_eq!(*protocol, self.pool.get(p).protocol(), "one protocol per track");
+            self.forward(now, out_channel, p);
         }
+        outbox.clear();
         self.outbox = outbox;
         let slot = &mut self.endpoints[ep.idx()];
         if let Some(want) = slot.endpoint.poll_at() {
