@@ -198,7 +198,12 @@ impl MptcpSender {
             .into_iter()
             .enumerate()
             .map(|(i, cc)| Subflow {
-                tcp: TcpSender::new(sub_cfg.clone(), cc),
+                tcp: {
+                    // (the connection's window is enforced above the subflows)
+                    let mut tcp = TcpSender::new(sub_cfg.clone(), cc);
+                    tcp.ignore_peer_window();
+                    tcp
+                },
                 maps: Maps::default(),
                 join: if i == 0 { Join::Active } else { Join::Waiting },
                 backup: mptcp.is_backup(i),
@@ -815,8 +820,6 @@ impl MptcpSender {
         let s = &mut self.subflows[i];
         s.last_ack = Some(now);
         s.stale = false;
-        // The subflow sees an unlimited window: the connection's is enforced above.
-        let sub_seg = TcpSegment { wnd: u32::MAX, ..*seg };
         self.views.clear();
         if self.subflows[i].tcp.coupled() {
             for (k, s) in self.subflows.iter().enumerate() {
@@ -827,7 +830,7 @@ impl MptcpSender {
         }
         let sub = &mut self.subflows[i];
         let from = out.len();
-        sub.tcp.on_segment_with(now, &sub_seg, &self.views, out);
+        sub.tcp.on_segment_with(now, seg, &self.views, out);
         let una = sub.tcp.snd_una();
         sub.maps.drop_acked(una);
         self.flush_subflow(i, out, from);

@@ -294,6 +294,9 @@ pub struct TcpSender {
     /// One past the highest byte ever sent.
     snd_max: u64,
     started: bool,
+    /// The peer's advertised window is not this sender's limit (an MPTCP
+    /// subflow: the connection enforces its own window above it).
+    rwnd_unlimited: bool,
     /// Peer's advertised window.
     rwnd: u64,
     dupacks: u32,
@@ -443,6 +446,7 @@ impl TcpSender {
             snd_nxt: 0,
             snd_max: 0,
             started: false,
+            rwnd_unlimited: false,
             rwnd: cfg.receive_buffer(),
             dupacks: 0,
             limited_transmit_bytes: 0,
@@ -672,6 +676,11 @@ impl TcpSender {
         self.completed_at
     }
     /// Its controller reads the other subflows (MPTCP's coupled control).
+    /// Take the peer's advertised window as unlimited (an MPTCP subflow,
+    /// whose connection enforces the one window of all its subflows).
+    pub fn ignore_peer_window(&mut self) {
+        self.rwnd_unlimited = true;
+    }
     pub fn coupled(&self) -> bool {
         self.cc.coupled()
     }
@@ -724,8 +733,9 @@ impl TcpSender {
         } else {
             (0, 0)
         };
-        let window_changed = seg.wnd as u64 != self.rwnd;
-        self.rwnd = seg.wnd as u64;
+        let wnd = if self.rwnd_unlimited { u32::MAX } else { seg.wnd } as u64;
+        let window_changed = wnd != self.rwnd;
+        self.rwnd = wnd;
 
         // (PRR counts what each ACK delivers: the cumulative ACK's advance
         // and the change in SACKed bytes above it)
