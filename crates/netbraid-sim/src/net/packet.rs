@@ -325,15 +325,7 @@ const PREFETCH_ABOVE_BYTES: usize = 1 << 20;
 impl PacketPool {
     #[inline]
     pub fn insert(&mut self, p: Packet) -> PacketRef {
-        debug_assert!(p.ttl > 0, "a packet enters the network with hops left");
-        self.live += 1;
-        if let Some(i) = self.free.pop() {
-            self.slots[i as usize] = p;
-            PacketRef(i)
-        } else {
-            self.slots.push(p);
-            PacketRef((self.slots.len() - 1) as u32)
-        }
+        self.insert_with(|slot| *slot = p)
     }
     /// Insert a packet written by `fill` straight into its slot (no copy
     /// of it through the stack): `fill` must write the whole packet.

@@ -135,8 +135,7 @@ impl MptcpReceiver {
     fn deliver(&mut self, i: usize, dsn: u64, len: u64) {
         let end = dsn + len;
         // a copy of it still pending on another subflow is a duplicate now
-        // (usually none is pending anywhere: no lookup then)
-        if let Some((_, counted)) = (!self.copies.is_empty()).then(|| self.copies.get_mut(&dsn)).flatten() {
+        if let Some((_, counted)) = self.copies.get_mut(&dsn) {
             if *counted {
                 *counted = false;
                 self.pending_held -= len;

@@ -675,12 +675,12 @@ impl TcpSender {
     pub fn completed_at(&self) -> Option<Time> {
         self.completed_at
     }
-    /// Its controller reads the other subflows (MPTCP's coupled control).
     /// Take the peer's advertised window as unlimited (an MPTCP subflow,
     /// whose connection enforces the one window of all its subflows).
     pub fn ignore_peer_window(&mut self) {
         self.rwnd_unlimited = true;
     }
+    /// Its controller reads the other subflows (MPTCP's coupled control).
     pub fn coupled(&self) -> bool {
         self.cc.coupled()
     }
