@@ -108,25 +108,31 @@ impl TcpSegment {
 /// and buffers are at most 4 GiB − 1 (`TcpConfig::validate`), so every
 /// block fits. The one exception is a D-SACK block (RFC 2883) reporting a
 /// duplicate below the ACK: it can only be the first, and its offsets then
-/// count down from the base (`first_below`; the flag sits in padding).
+/// count down from the base (bit 8 of `meta`, `BELOW`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SackBlocks {
-    n: u8,
-    first_below: bool,
     blocks: [(u32, u32); MAX_SACK_BLOCKS],
+    /// The number of blocks, and `BELOW`: one 32-bit word with no padding
+    /// beside it, always written whole. (As two bytes and two of padding, a
+    /// segment's copy read them back at odd widths from a fresh store, which
+    /// the CPU cannot forward: a stall on every ACK built.)
+    meta: u32,
 }
+
+/// `SackBlocks::meta`'s flag: the first block lies below the base.
+const BELOW: u32 = 1 << 8;
 
 impl SackBlocks {
     pub fn len(&self) -> usize {
-        self.n as usize
+        (self.meta & 0xff) as usize
     }
     pub fn is_empty(&self) -> bool {
-        self.n == 0
+        self.meta == 0
     }
     /// The blocks as absolute sequence numbers, given the base they were pushed with.
     pub fn iter(&self, base: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
-        let below = self.first_below;
-        self.blocks[..self.n as usize]
+        let below = self.meta & BELOW != 0;
+        self.blocks[..self.len()]
             .iter()
             .enumerate()
             .map(move |(i, &(s, e))| {
@@ -141,9 +147,10 @@ impl SackBlocks {
     /// representable.
     pub fn push(&mut self, base: u64, block: (u64, u64)) -> bool {
         let fits = block.0 >= base && block.1 >= block.0 && block.1 - base <= u32::MAX as u64;
-        if (self.n as usize) < MAX_SACK_BLOCKS && fits {
-            self.blocks[self.n as usize] = ((block.0 - base) as u32, (block.1 - base) as u32);
-            self.n += 1;
+        let n = self.len();
+        if n < MAX_SACK_BLOCKS && fits {
+            self.blocks[n] = ((block.0 - base) as u32, (block.1 - base) as u32);
+            self.meta += 1;
             true
         } else {
             false
@@ -153,7 +160,7 @@ impl SackBlocks {
     /// data already cumulatively acknowledged); false if a block is there
     /// already or it is not representable.
     pub fn push_first(&mut self, base: u64, block: (u64, u64)) -> bool {
-        if self.n != 0 {
+        if self.meta != 0 {
             return false;
         }
         if block.0 >= base {
@@ -162,17 +169,17 @@ impl SackBlocks {
         let fits = block.1 <= base && block.1 >= block.0 && base - block.0 <= u32::MAX as u64;
         if fits {
             self.blocks[0] = ((base - block.0) as u32, (base - block.1) as u32);
-            (self.n, self.first_below) = (1, true);
+            self.meta = 1 | BELOW;
         }
         fits
     }
     /// Bytes the SACK option adds to a TCP header: kind, length and 8 bytes a
     /// block, padded to 4 bytes with two NOPs as stacks do.
     pub fn option_bytes(&self) -> u32 {
-        if self.n == 0 {
+        if self.meta == 0 {
             0
         } else {
-            4 + 8 * self.n as u32
+            4 + 8 * self.len() as u32
         }
     }
 }
