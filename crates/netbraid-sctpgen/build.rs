@@ -22,9 +22,14 @@ fn main() {
     println!("cargo:rerun-if-changed={}", header.display());
     println!("cargo:rerun-if-env-changed=USRSCTP_H");
     let text = std::fs::read_to_string(&header).unwrap_or_else(|e| {
-        panic!("{}: {e} (install libusrsctp-dev, or set USRSCTP_H to its usrsctp.h)", header.display())
+        panic!(
+            "{}: {e} (install libusrsctp-dev, or set USRSCTP_H to its usrsctp.h)",
+            header.display()
+        )
     });
-    let start = text.find("struct sctpstat {").expect("usrsctp.h declares struct sctpstat");
+    let start = text
+        .find("struct sctpstat {")
+        .expect("usrsctp.h declares struct sctpstat");
     let body = &text[start + "struct sctpstat {".len()..];
     let body = &body[..body.find("\n};").expect("struct sctpstat ends")];
     // drop comments, then read `type name[count];` declarations in order
@@ -50,11 +55,18 @@ fn main() {
             None => (*last, 1),
         };
         if WANTED.contains(&name) {
-            found.push(format!("pub const {}: usize = {word};", name.trim_start_matches("sctps_").to_uppercase()));
+            found.push(format!(
+                "pub const {}: usize = {word};",
+                name.trim_start_matches("sctps_").to_uppercase()
+            ));
         }
         word += words * count;
     }
-    assert_eq!(found.len(), WANTED.len(), "usrsctp.h's struct sctpstat lacks a counter netbraid reads");
+    assert_eq!(
+        found.len(),
+        WANTED.len(),
+        "usrsctp.h's struct sctpstat lacks a counter netbraid reads"
+    );
     found.push(format!("/// Words in the struct.\npub const WORDS: usize = {word};"));
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("sctpstat.rs");
     std::fs::write(out, found.join("\n") + "\n").expect("OUT_DIR is writable");

@@ -184,9 +184,8 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
         .parse()
         .map_err(|_| format!("{text:?} is not a size (e.g. 64KB, 4MB, 65536)"))?;
     let unit = unit.trim();
-    if unit.ends_with('b') {
+    if let Some(prefix) = unit.strip_suffix('b') {
         // as in scenarios: a lowercase b reads as bits ("64kb"), sizes are bytes
-        let prefix = &unit[..unit.len() - 1];
         let upper = format!(
             "{}{}B",
             prefix.get(..1).unwrap_or("").to_ascii_uppercase(),

@@ -328,7 +328,7 @@ pub(super) const LINUX_HZ: f64 = 250.0;
 /// Whether `hz` is a whole number of jiffies per second that divides a
 /// second in nanoseconds exactly (100, 250, 1000, …).
 pub(super) fn valid_hz(hz: f64) -> bool {
-    hz >= 1.0 && hz.fract() == 0.0 && NANOS_PER_SEC % hz as u64 == 0
+    hz >= 1.0 && hz.fract() == 0.0 && NANOS_PER_SEC.is_multiple_of(hz as u64)
 }
 
 #[cfg(test)]
@@ -412,8 +412,8 @@ mod tests {
         let rtt = 100 * MILLISECOND;
         let mut c = cubic(1000);
         c.on_congestion_event(0, 1000 * MSS);
-        let (w_max, beta, cc) = (1000.0, 717.0 / 1024.0, 0.4);
-        let k = (w_max * (1.0 - beta) / cc as f64).cbrt();
+        let (w_max, beta, cc): (f64, f64, f64) = (1000.0, 717.0 / 1024.0, 0.4);
+        let k = (w_max * (1.0 - beta) / cc).cbrt();
         let w = |t: f64| cc * (t - k).powi(3) + w_max;
         let mut now = 0;
         for t in [2.0, 5.0, 8.0, k, 11.0, 13.0] {

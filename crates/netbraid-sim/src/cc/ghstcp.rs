@@ -352,10 +352,8 @@ mod tests {
         }
         assert_eq!(g.window(), hs.window(), "flat RTT: HighSpeed's growth exactly");
         // In Reno mode a loss halves (b(w) at ~600 segments would keep 64 %)
-        let mut n = 100;
-        for k in 0..10 {
+        for (n, k) in (100..).zip(0..10) {
             round(&mut g, n, (20 + k) * MILLISECOND, 10);
-            n += 1;
         }
         assert_eq!(g.mode, Mode::Reno);
         let w = g.window();

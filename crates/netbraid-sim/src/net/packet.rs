@@ -132,16 +132,13 @@ impl SackBlocks {
     /// The blocks as absolute sequence numbers, given the base they were pushed with.
     pub fn iter(&self, base: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
         let below = self.meta & BELOW != 0;
-        self.blocks[..self.len()]
-            .iter()
-            .enumerate()
-            .map(move |(i, &(s, e))| {
-                if i == 0 && below {
-                    (base - s as u64, base - e as u64)
-                } else {
-                    (base + s as u64, base + e as u64)
-                }
-            })
+        self.blocks[..self.len()].iter().enumerate().map(move |(i, &(s, e))| {
+            if i == 0 && below {
+                (base - s as u64, base - e as u64)
+            } else {
+                (base + s as u64, base + e as u64)
+            }
+        })
     }
     /// Add a block (absolute, at or above `base`); false when full or not
     /// representable.

@@ -59,8 +59,8 @@ pub fn check_time(field: &str, t: u64) -> Result<(), SimError> {
 fn show_time(ns: u64) -> String {
     match ns {
         0 => "0".into(),
-        _ if ns % 1_000_000 == 0 => format!("{}ms", ns / 1_000_000),
-        _ if ns % 1_000 == 0 => format!("{}us", ns / 1_000),
+        _ if ns.is_multiple_of(1_000_000) => format!("{}ms", ns / 1_000_000),
+        _ if ns.is_multiple_of(1_000) => format!("{}us", ns / 1_000),
         _ => format!("{ns}ns"),
     }
 }

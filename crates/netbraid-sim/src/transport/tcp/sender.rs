@@ -98,6 +98,7 @@ struct SentList {
     head: usize,
     /// A rate-based sender's per-segment delivery-rate state, index for
     /// index with `v` (none for any other sender: boxed, 8 bytes a flow).
+    #[allow(clippy::box_collection)] // (the box is the point: 8 bytes, not 24)
     rates: Option<Box<Vec<SendState>>>,
     /// Segments in the list marked lost, and sent more than once.
     lost: u32,
