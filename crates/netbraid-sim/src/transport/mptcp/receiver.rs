@@ -135,10 +135,13 @@ impl MptcpReceiver {
     fn deliver(&mut self, i: usize, dsn: u64, len: u64) {
         let end = dsn + len;
         // a copy of it still pending on another subflow is a duplicate now
-        if let Some((_, counted)) = self.copies.get_mut(&dsn) {
-            if *counted {
-                *counted = false;
-                self.pending_held -= len;
+        // (mostly none is: a map's search costs more than the test)
+        if !self.copies.is_empty() {
+            if let Some((_, counted)) = self.copies.get_mut(&dsn) {
+                if *counted {
+                    *counted = false;
+                    self.pending_held -= len;
+                }
             }
         }
         // (every out-of-order range starts above DATA_ACK, so data from
@@ -179,10 +182,11 @@ impl MptcpReceiver {
     /// `copies`), or out of order (marked when it arrived).
     fn purge_due(&self) -> bool {
         self.pending_obsolete
-            || self
-                .copies
-                .first_key_value()
-                .is_some_and(|(&dsn, _)| dsn < self.data_ack)
+            || (!self.copies.is_empty()
+                && self
+                    .copies
+                    .first_key_value()
+                    .is_some_and(|(&dsn, _)| dsn < self.data_ack))
     }
 
     /// Forget subflow mappings whose data the connection already has (a copy

@@ -19,7 +19,7 @@ use crate::transport::StreamSender;
 /// Subflow bytes [ssn, ssn + len) carry data bytes [dsn, dsn + len): one
 /// write to the subflow, one or more whole segments (only the application's
 /// last segment is short), as a Linux DSS mapping may cover many segments.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Map {
     ssn: u64,
     dsn: u64,
@@ -27,46 +27,69 @@ struct Map {
 }
 
 /// A subflow's maps, in subflow order, from its oldest unacknowledged byte.
-#[derive(Default)]
 struct Maps {
     maps: VecDeque<Map>,
+    /// Where the first map ends (`u64::MAX` with none): an ACK below it
+    /// drops nothing, which most ACKs learn from this one test.
+    front_end: u64,
     /// A copy of the map the last lookup hit (maps never change, so the copy
     /// stays true after its map is dropped): segments go out in order, so
     /// most lookups end here, most others at the map after it, and only a
     /// retransmission searches the queue (hundreds of maps deep, written
-    /// round trips ago: a cache miss per step).
-    last: Option<Map>,
+    /// round trips ago: a cache miss per step). Empty (`len` 0) before the
+    /// first lookup.
+    last: Map,
     /// The ordinal of `last` among all maps ever pushed, and how many have
     /// been dropped: `last` sits at index `last_no - dropped` while kept.
     last_no: u64,
     dropped: u64,
 }
 
+impl Default for Maps {
+    fn default() -> Self {
+        Self {
+            maps: VecDeque::new(),
+            front_end: u64::MAX,
+            last: Map::default(),
+            last_no: 0,
+            dropped: 0,
+        }
+    }
+}
+
 impl Maps {
     fn push(&mut self, m: Map) {
+        if self.maps.is_empty() {
+            self.front_end = m.ssn + m.len;
+        }
         self.maps.push_back(m);
     }
     /// Forget the maps the subflow has had acknowledged (below `una`).
     fn drop_acked(&mut self, una: u64) {
+        if una < self.front_end {
+            return;
+        }
         while self.maps.front().is_some_and(|m| m.ssn + m.len <= una) {
             self.maps.pop_front();
             self.dropped += 1;
         }
+        self.front_end = self.maps.front().map_or(u64::MAX, |m| m.ssn + m.len);
     }
     /// The data sequence number of subflow byte `seq`.
     fn dsn(&mut self, seq: u64) -> u64 {
-        let holds = |m: &Map| m.ssn <= seq && seq < m.ssn + m.len;
-        if let Some(m) = self.last.filter(holds) {
-            return m.dsn + (seq - m.ssn);
+        // (one test: below the map, the difference wraps far above its length)
+        let holds = |m: &Map| seq.wrapping_sub(m.ssn) < m.len;
+        if holds(&self.last) {
+            return self.last.dsn + (seq - self.last.ssn);
         }
         let k = (self.last_no + 1)
             .checked_sub(self.dropped)
             .map(|i| i as usize)
-            .filter(|&i| self.last.is_some() && self.maps.get(i).is_some_and(holds))
+            .filter(|&i| self.last.len > 0 && self.maps.get(i).is_some_and(holds))
             .unwrap_or_else(|| self.position(seq));
         debug_assert_eq!(k, self.position(seq), "the map after the last one holds seq");
         let m = self.maps[k];
-        (self.last, self.last_no) = (Some(m), self.dropped + k as u64);
+        (self.last, self.last_no) = (m, self.dropped + k as u64);
         m.dsn + (seq - m.ssn)
     }
     /// Index of the map holding subflow byte `seq`.
@@ -137,6 +160,10 @@ impl Subflow {
 pub struct MptcpSender {
     cfg: TcpConfig,
     mss: u64,
+    /// `cfg.send_buffer()`, and whether the subflows' controllers are
+    /// coupled (they need the sibling view): fixed, and asked on every ACK.
+    send_buffer: u64,
+    coupled: bool,
     scheduler: Scheduler,
     subflows: Vec<Subflow>,
     /// DATA_ACK: every data byte below it is at the receiver's connection.
@@ -167,16 +194,17 @@ pub struct MptcpSender {
     completed_at: Option<Time>,
     views: Vec<SubflowView>,
     /// The scheduler's view of the subflows, kept between pushes: an ACK or
-    /// a write changes one subflow, so only the ones marked in `refresh`
+    /// a write changes one subflow, so only the ones marked in `refresh` (a
+    /// bit per subflow: a flow has at most 64 paths)
     /// are looked at again (a subflow's room costs a walk of its scoreboard
     /// in SACK recovery).
     cands: Vec<Candidate>,
-    refresh: Vec<bool>,
+    refresh: u64,
     /// Per subflow: found with no send memory free, and unchanged since
     /// (`mark` undoes it). The scheduler asks whether some subflow has send
     /// memory free after every ACK, and between two asks one subflow
     /// changes, so only that one is looked at again.
-    full: Vec<bool>,
+    full: u64,
 }
 
 impl MptcpSender {
@@ -194,6 +222,7 @@ impl MptcpSender {
         sub_cfg.linux_buffers = false;
         let sub_cfg = std::sync::Arc::new(sub_cfg); // one copy for every subflow
         let n = controllers.len();
+        let coupled = controllers.iter().any(|cc| cc.coupled());
         let subflows = controllers
             .into_iter()
             .enumerate()
@@ -215,6 +244,8 @@ impl MptcpSender {
             .collect();
         Self {
             mss: sub_cfg.mss as u64,
+            send_buffer: cfg.send_buffer(),
+            coupled,
             window_edge: cfg.receive_buffer(),
             cfg,
             scheduler: mptcp.scheduler,
@@ -236,8 +267,8 @@ impl MptcpSender {
             completed_at: None,
             views: Vec::new(),
             cands: Vec::new(),
-            refresh: vec![true; n],
-            full: vec![false; n],
+            refresh: every(n),
+            full: 0,
         }
     }
 
@@ -301,7 +332,7 @@ impl MptcpSender {
     /// least a segment, or the application's last, short one.
     fn new_room(&self) -> Option<(u64, u64)> {
         let end = self.app_end.unwrap_or(u64::MAX);
-        let limit = end.min(self.window_edge).min(self.data_una + self.cfg.send_buffer());
+        let limit = end.min(self.window_edge).min(self.data_una + self.send_buffer);
         if self.data_nxt >= limit {
             return None;
         }
@@ -347,7 +378,7 @@ impl MptcpSender {
     /// payload bytes.
     fn queue_limit(&self, cwnd: u64) -> u64 {
         if self.cfg.sndbuf < UNSET_BUFFER {
-            self.cfg.send_buffer()
+            self.send_buffer
         } else {
             6 * cwnd.max(10 * self.mss)
         }
@@ -370,12 +401,12 @@ impl MptcpSender {
 
     /// Subflow `i` changed: the scheduler looks at it again.
     fn mark(&mut self, i: usize) {
-        self.refresh[i] = true;
-        self.full[i] = false;
+        self.refresh |= 1 << i;
+        self.full &= !(1 << i);
     }
     fn mark_all(&mut self) {
-        self.refresh.fill(true);
-        self.full.fill(false);
+        self.refresh = every(self.subflows.len());
+        self.full = 0;
     }
 
     /// Subflow `i`'s next timer: its join's retransmission while it joins,
@@ -440,7 +471,7 @@ impl MptcpSender {
             c.unsent = t.unsent();
             c.queued = t.flight_size() + c.unsent;
             c.room = c.room.saturating_sub(len);
-            self.refresh[i] = false;
+            self.refresh &= !(1 << i);
             if let Some(k) = reinjection {
                 self.reinject.remove(k);
             } else {
@@ -463,13 +494,18 @@ impl MptcpSender {
         if self.cands.len() != self.subflows.len() {
             return true; // no view yet: build it
         }
-        // (a plain loop, the stale view's test first: this runs on every ACK)
-        for (k, c) in self.cands.iter().enumerate() {
-            if self.full[k] {
-                debug_assert!(!self.has_memory_free(k), "subflow {k} changed unmarked");
-                continue; // found full, and unchanged since
-            }
-            let free = if !self.refresh[k] {
+        debug_assert!(
+            (0..self.subflows.len()).all(|k| self.full & (1 << k) == 0 || !self.has_memory_free(k)),
+            "a subflow found full changed unmarked"
+        );
+        // (only the subflows not found full since they last changed: after an
+        // ACK, mostly the one it was for; this runs on every ACK)
+        let mut open = every(self.subflows.len()) & !self.full;
+        while open != 0 {
+            let k = open.trailing_zeros() as usize;
+            open &= open - 1;
+            let free = if self.refresh & (1 << k) == 0 {
+                let c = &self.cands[k];
                 c.usable && c.queued < c.limit
             } else {
                 self.has_memory_free(k)
@@ -477,7 +513,7 @@ impl MptcpSender {
             if free {
                 return true;
             }
-            self.full[k] = true;
+            self.full |= 1 << k;
         }
         false
     }
@@ -496,14 +532,14 @@ impl MptcpSender {
             cands.extend((0..self.subflows.len()).map(|k| self.candidate(k)));
         } else {
             for (k, c) in cands.iter_mut().enumerate() {
-                if self.refresh[k] {
+                if self.refresh & (1 << k) != 0 {
                     *c = self.candidate(k);
                 } else {
                     debug_assert_eq!(*c, self.candidate(k), "subflow {k} changed unmarked");
                 }
             }
         }
-        self.refresh.fill(false);
+        self.refresh = 0;
     }
 
     /// The redundant scheduler: every subflow with room takes the oldest chunk
@@ -821,7 +857,7 @@ impl MptcpSender {
         s.last_ack = Some(now);
         s.stale = false;
         self.views.clear();
-        if self.subflows[i].tcp.coupled() {
+        if self.coupled {
             for (k, s) in self.subflows.iter().enumerate() {
                 if k != i && s.join == Join::Active {
                     self.views.push(s.tcp.view());
@@ -950,6 +986,12 @@ impl MptcpSender {
             });
         }
     }
+}
+
+/// A bit for each of `n` subflows (at most 64: `sim::build` checks the paths).
+fn every(n: usize) -> u64 {
+    debug_assert!(n <= 64);
+    u64::MAX.checked_shr(64 - n as u32).unwrap_or(0)
 }
 
 /// Linux's TSO size goal for a subflow (`tcp_tso_autosize`): about 1 ms of
