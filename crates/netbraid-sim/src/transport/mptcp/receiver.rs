@@ -38,9 +38,10 @@ struct RxSubflow {
 
 pub struct MptcpReceiver {
     header_bytes: u32,
-    mss: u64,
     /// The connection's receive buffer: the one window all subflows share.
     rcvbuf: u64,
+    /// The receiver's SWS step, min(rcvbuf / 2, MSS) (`window_edge`).
+    sws: u64,
     subflows: Vec<RxSubflow>,
     /// DATA_ACK: next data byte expected in order.
     data_ack: u64,
@@ -92,8 +93,8 @@ impl MptcpReceiver {
             .collect();
         Self {
             header_bytes: cfg.header_bytes,
-            mss: sub_cfg.mss as u64,
             rcvbuf: cfg.receive_buffer(),
+            sws: (cfg.receive_buffer() / 2).min(sub_cfg.mss as u64),
             subflows,
             data_ack: 0,
             read: 0,
@@ -275,7 +276,7 @@ impl MptcpReceiver {
     /// min(rcvbuf / 2, MSS), and only as far as the free space allows.
     fn window_edge(&self) -> u64 {
         let edge = self.read + self.rcvbuf.saturating_sub(self.out_of_order_bytes());
-        if edge >= self.right_edge + (self.rcvbuf / 2).min(self.mss) {
+        if edge >= self.right_edge + self.sws {
             edge
         } else {
             self.right_edge
@@ -288,7 +289,7 @@ impl MptcpReceiver {
     fn window_opened(&self) -> bool {
         let was = self.right_edge.saturating_sub(self.data_ack);
         let could = self.window_edge() - self.data_ack;
-        could >= was + (self.rcvbuf / 2).min(self.mss) && could >= 2 * was
+        could >= was + self.sws && could >= 2 * was
     }
 
     /// Give the ACKs subflow `i` has just put in `out` (from index `from`)
