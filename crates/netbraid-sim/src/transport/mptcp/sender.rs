@@ -224,6 +224,9 @@ impl MptcpSender {
         sub_cfg.linux_buffers = false;
         let sub_cfg = std::sync::Arc::new(sub_cfg); // one copy for every subflow
         let n = controllers.len();
+        // (the scheduler keeps a bit per subflow; `sim::build` checks a
+        // flow's paths against the same bound)
+        assert!(n <= 64, "an MPTCP connection has at most 64 subflows, not {n}");
         let coupled = controllers.iter().any(|cc| cc.coupled());
         let subflows = controllers
             .into_iter()
@@ -999,7 +1002,6 @@ impl MptcpSender {
 
 /// A bit for each of `n` subflows (at most 64: `sim::build` checks the paths).
 fn every(n: usize) -> u64 {
-    debug_assert!(n <= 64);
     u64::MAX.checked_shr(64 - n as u32).unwrap_or(0)
 }
 
