@@ -194,13 +194,13 @@ pub struct MptcpSender {
     completed_at: Option<Time>,
     views: Vec<SubflowView>,
     /// The scheduler's view of the subflows, kept between pushes: an ACK or
-    /// a write changes one subflow, so only the ones marked in `refresh` (a
-    /// bit per subflow: a flow has at most 64 paths)
-    /// are looked at again (a subflow's room costs a walk of its scoreboard
-    /// in SACK recovery).
+    /// a write changes one subflow, so only the ones marked in `refresh` are
+    /// looked at again (a subflow's room costs a walk of its scoreboard in
+    /// SACK recovery).
     cands: Vec<Candidate>,
+    /// Per-subflow flags here are bit masks, a bit per subflow (a flow has
+    /// at most 64 paths); `all` has every subflow's bit.
     refresh: u64,
-    /// A bit for each subflow.
     all: u64,
     /// Per subflow: found with no send memory free, and unchanged since
     /// (`mark` undoes it). The scheduler asks whether some subflow has send

@@ -681,10 +681,6 @@ impl TcpSender {
     pub fn ignore_peer_window(&mut self) {
         self.rwnd_unlimited = true;
     }
-    /// Its controller reads the other subflows (MPTCP's coupled control).
-    pub fn coupled(&self) -> bool {
-        self.cc.coupled()
-    }
     pub fn controller_name(&self) -> &'static str {
         self.cc.name()
     }
