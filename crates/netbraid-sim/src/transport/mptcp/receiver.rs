@@ -5,7 +5,6 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::endpoint::{Outbox, Received, Scope, Snapshot, Transmit};
-use crate::engine::time::earliest;
 use crate::engine::Time;
 use crate::net::ext::{Ext, MptcpHandshake};
 use crate::net::packet::{ecn, tcp_flags, Body, Dss, TcpSegment};
@@ -406,7 +405,7 @@ impl StreamReceiver for MptcpReceiver {
     }
     fn on_timer(&mut self, now: Time, out: &mut Outbox) {
         for i in 0..self.subflows.len() {
-            if self.subflows[i].tcp.poll_at().is_some_and(|t| t <= now) {
+            if self.subflows[i].tcp.next_timer() <= now {
                 let from = out.len();
                 self.subflows[i].tcp.on_timer(now, out);
                 self.flush_subflow(i, out, from);
@@ -414,7 +413,8 @@ impl StreamReceiver for MptcpReceiver {
         }
     }
     fn poll_at(&self) -> Option<Time> {
-        self.subflows.iter().fold(None, |t, s| earliest(t, s.tcp.poll_at()))
+        let t = self.subflows.iter().fold(Time::MAX, |t, s| t.min(s.tcp.next_timer()));
+        (t != Time::MAX).then_some(t)
     }
     fn set_reader_waiting(&mut self, waiting: bool) {
         self.reader_waiting = waiting;

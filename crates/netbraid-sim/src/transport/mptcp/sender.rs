@@ -8,7 +8,6 @@ use super::scheduler::{can_queue, pacing_ratio, Candidate, Scheduler};
 use super::{MptcpConfig, Reinjection as Policy, RETRANSMIT_FRAGMENT, STALE_LOSS_COUNT};
 use crate::cc::{CongestionControl, SubflowView};
 use crate::endpoint::{Outbox, Received, Report, Scope, SenderState, Snapshot, Transmit};
-use crate::engine::time::earliest;
 use crate::engine::Time;
 use crate::net::ext::{Ext, MptcpHandshake, MP_CAPABLE_WITH_DATA};
 use crate::net::packet::{tcp_flags, Body, Dss, TcpSegment};
@@ -420,12 +419,12 @@ impl MptcpSender {
 
     /// Subflow `i`'s next timer: its join's retransmission while it joins,
     /// its TCP timers once active.
-    fn subflow_timer(&self, i: usize) -> Option<Time> {
+    fn subflow_timer(&self, i: usize) -> Time {
         let s = &self.subflows[i];
         match s.join {
-            Join::Sent { deadline, .. } => Some(deadline),
-            Join::Active => s.tcp.poll_at(),
-            Join::Waiting => None,
+            Join::Sent { deadline, .. } => deadline,
+            Join::Active => s.tcp.next_timer(),
+            Join::Waiting => Time::MAX,
         }
     }
 
@@ -905,7 +904,8 @@ impl MptcpSender {
         let mut interval = self.cfg.rto_min;
         for s in &self.subflows {
             if s.join == Join::Active && s.stale_count == 0 && s.tcp.flight_size() > 0 {
-                if let Some(t) = s.tcp.loss_timers_at() {
+                let t = s.tcp.next_loss_timer();
+                if t != Time::MAX {
                     interval = interval.max(t.saturating_sub(now));
                 }
             }
@@ -1075,7 +1075,7 @@ impl StreamSender for MptcpSender {
                 }
                 continue;
             }
-            if self.subflows[i].tcp.poll_at().is_some_and(|t| t <= now) {
+            if self.subflows[i].tcp.next_timer() <= now {
                 let before = self.subflows[i].tcp.stats().timeouts;
                 let from = out.len();
                 self.subflows[i].tcp.on_timer(now, out);
@@ -1092,11 +1092,11 @@ impl StreamSender for MptcpSender {
     }
     fn poll_at(&self) -> Option<Time> {
         // (a plain loop: the engine asks after every packet)
-        let mut at = self.rtx_deadline;
+        let mut at = self.rtx_deadline.unwrap_or(Time::MAX);
         for i in 0..self.subflows.len() {
-            at = earliest(at, self.subflow_timer(i));
+            at = at.min(self.subflow_timer(i));
         }
-        at
+        (at != Time::MAX).then_some(at)
     }
     fn path_count(&self) -> usize {
         self.subflows.len()

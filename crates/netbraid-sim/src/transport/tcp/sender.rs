@@ -15,7 +15,7 @@ use super::send_buffer::SendBuffer;
 use super::{RangeSet, Recovery, RttEstimator, Semantics, TcpConfig};
 use crate::cc::{AckEvent, CongestionControl, LossState, RateEvent, SubflowView};
 use crate::endpoint::{Outbox, SenderState, Transmit};
-use crate::engine::time::{as_secs_f64, earliest, to_f64};
+use crate::engine::time::{as_secs_f64, to_f64};
 use crate::engine::Time;
 use crate::error::SimError;
 use crate::net::packet::{tcp_flags, Body, TcpSegment};
@@ -368,6 +368,13 @@ pub struct TcpSender {
     pacing_next: Time,
     pacing_deadline: Option<Time>,
     burst: Option<Box<Burst>>,
+    /// The earliest deadline of the loss timers (retransmission, probes,
+    /// persist) and of all timers (with pacing's), `Time::MAX` for none,
+    /// worked out again as each call that may move a timer returns: the
+    /// simulator, and an MPTCP connection for each of its subflows, ask
+    /// after every packet, more often than the timers move.
+    loss_timer: Time,
+    timer: Time,
 }
 
 /// What undoing a spurious window reduction takes (Linux's undo_marker,
@@ -481,6 +488,8 @@ impl TcpSender {
             pacing_next: 0,
             pacing_deadline: None,
             burst: None,
+            loss_timer: Time::MAX,
+            timer: Time::MAX,
             cc,
             cfg,
         }
@@ -500,6 +509,7 @@ impl TcpSender {
         self.begin(now);
         self.buf.write_all(bytes);
         self.send_available(now, out);
+        self.refresh_timers();
     }
 
     /// Non-blocking write: takes what fits in the send buffer now, sends
@@ -518,6 +528,7 @@ impl TcpSender {
             let before = out.len();
             self.send_available(now, out);
             debug_assert!(!blocked || out.len() == before, "a blocked sender sent after a write");
+            self.refresh_timers();
         }
         n
     }
@@ -532,6 +543,7 @@ impl TcpSender {
     pub fn close(&mut self, now: Time, out: &mut Outbox) {
         self.buf.close();
         self.send_available(now, out);
+        self.refresh_timers();
     }
 
     /// The application stops writing (iperf's -t ran out): data already
@@ -539,6 +551,7 @@ impl TcpSender {
     pub fn stop(&mut self) {
         self.buf.stop(self.snd_max);
         self.persist_deadline = None;
+        self.refresh_timers();
     }
 
     fn begin(&mut self, now: Time) {
@@ -686,16 +699,44 @@ impl TcpSender {
     }
     /// When the sender next needs `on_timer`.
     pub fn poll_at(&self) -> Option<Time> {
-        earliest(self.loss_timers_at(), self.pacing_deadline)
+        let t = self.next_timer();
+        (t != Time::MAX).then_some(t)
+    }
+    /// `poll_at`, with `Time::MAX` for none.
+    #[inline]
+    pub fn next_timer(&self) -> Time {
+        debug_assert_eq!(
+            (self.loss_timer, self.timer),
+            self.timers(),
+            "a timer moved unrefreshed"
+        );
+        self.timer
     }
     /// The earliest of the retransmission, probe and persist timers (not
-    /// pacing's): what MPTCP's connection-level timer follows.
-    pub fn loss_timers_at(&self) -> Option<Time> {
-        let rack_tlp = earliest(
-            self.rack.as_ref().and_then(|r| r.deadline),
-            self.tlp.as_ref().and_then(|t| t.deadline),
+    /// pacing's), `Time::MAX` for none: what MPTCP's connection-level timer
+    /// follows.
+    #[inline]
+    pub fn next_loss_timer(&self) -> Time {
+        debug_assert_eq!(
+            (self.loss_timer, self.timer),
+            self.timers(),
+            "a timer moved unrefreshed"
         );
-        earliest(earliest(self.rto_deadline, self.persist_deadline), rack_tlp)
+        self.loss_timer
+    }
+    /// The loss timers' earliest deadline and every timer's, as kept in
+    /// `loss_timer` and `timer`.
+    fn timers(&self) -> (Time, Time) {
+        let at = |d: Option<Time>| d.unwrap_or(Time::MAX);
+        let rack = self.rack.as_ref().map_or(Time::MAX, |r| at(r.deadline));
+        let tlp = self.tlp.as_ref().map_or(Time::MAX, |t| at(t.deadline));
+        let loss = at(self.rto_deadline).min(at(self.persist_deadline)).min(rack).min(tlp);
+        (loss, loss.min(at(self.pacing_deadline)))
+    }
+    /// Every call that may move a timer ends here.
+    #[inline]
+    fn refresh_timers(&mut self) {
+        (self.loss_timer, self.timer) = self.timers();
     }
     /// The pacing rate now (payload bytes per second), if the sender paces.
     pub fn pacing_rate(&self) -> Option<f64> {
@@ -712,6 +753,11 @@ impl TcpSender {
     /// An ACK from the receiver, with a read-only view of the other subflows
     /// of the same multipath connection (for coupled controllers).
     pub fn on_segment_with(&mut self, now: Time, seg: &TcpSegment, siblings: &[SubflowView], out: &mut Outbox) {
+        self.on_ack(now, seg, siblings, out);
+        self.refresh_timers();
+    }
+
+    fn on_ack(&mut self, now: Time, seg: &TcpSegment, siblings: &[SubflowView], out: &mut Outbox) {
         if seg.flags & tcp_flags::ACK == 0 {
             return;
         }
@@ -1125,6 +1171,11 @@ impl TcpSender {
 
     /// Timer expiry (the simulator calls this at or after `poll_at`).
     pub fn on_timer(&mut self, now: Time, out: &mut Outbox) {
+        self.fire_timers(now, out);
+        self.refresh_timers();
+    }
+
+    fn fire_timers(&mut self, now: Time, out: &mut Outbox) {
         // (the window and the RTT as they were up to now: what fires below
         // may change them)
         self.integrate_to(now);
