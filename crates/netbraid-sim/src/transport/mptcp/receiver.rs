@@ -154,7 +154,7 @@ impl MptcpReceiver {
             let old = self.data_ack;
             self.subflows[i].credited += end - old;
             self.data_ack = end;
-            while let Some(&(s, e)) = self.out_of_order.ranges().first() {
+            while let Some(&(s, e)) = self.out_of_order.first() {
                 if s > self.data_ack {
                     break;
                 }
@@ -287,6 +287,12 @@ impl MptcpReceiver {
     /// window update after a read, Linux's __tcp_cleanup_rbuf).
     fn window_opened(&self) -> bool {
         let was = self.right_edge.saturating_sub(self.data_ack);
+        // (the window can never be wider than the buffer, the application
+        // having read at most up to DATA_ACK: a window still more than half
+        // open cannot double, which most segments learn without the edge)
+        if 2 * was > self.rcvbuf {
+            return false;
+        }
         let could = self.window_edge() - self.data_ack;
         could >= was + self.sws && could >= 2 * was
     }

@@ -22,7 +22,24 @@ pub struct RangeSet {
 
 impl RangeSet {
     pub fn is_empty(&self) -> bool {
-        self.ranges().is_empty()
+        // (every range holds at least a byte)
+        self.total == 0
+    }
+
+    /// The lowest range. (Pruning clears the vector when it removes the last
+    /// live range, so a range lies at `head` whenever any is left; this and
+    /// `last` ask every packet, without building the slice of `ranges`.)
+    #[inline]
+    pub fn first(&self) -> Option<&(u64, u64)> {
+        debug_assert!(self.head < self.ranges.len() || self.ranges.is_empty());
+        self.ranges.get(self.head)
+    }
+
+    /// The highest range.
+    #[inline]
+    pub fn last(&self) -> Option<&(u64, u64)> {
+        debug_assert!(self.head < self.ranges.len() || self.ranges.is_empty());
+        self.ranges.last()
     }
 
     pub fn clear(&mut self) {
@@ -74,7 +91,7 @@ impl RangeSet {
         }
         // The usual case (data arriving in order above a hole): a range after
         // every other, or one that extends the last.
-        if let Some(&(s, e)) = self.ranges().last().filter(|&&(_, e)| start >= e) {
+        if let Some(&(s, e)) = self.last().filter(|&&(_, e)| start >= e) {
             new(start, end);
             if start == e {
                 *self.ranges.last_mut().expect("not empty") = (s, end);
@@ -145,7 +162,7 @@ impl RangeSet {
     pub fn prune_below(&mut self, ack: u64) {
         // usually nothing lies below it (a receiver's hole still open, a
         // sender's scoreboard empty): callers on every packet pay a compare
-        if self.ranges().first().is_some_and(|r| r.0 < ack) {
+        if self.first().is_some_and(|r| r.0 < ack) {
             self.prune_some_below(ack);
         }
     }
@@ -172,11 +189,11 @@ impl RangeSet {
     }
 
     pub fn is_sacked(&self, seq: u64) -> bool {
-        let live = self.ranges();
         // (data arriving in order above a hole lies at or past the last range)
-        if live.last().is_none_or(|r| r.1 <= seq) {
+        if self.last().is_none_or(|r| r.1 <= seq) {
             return false;
         }
+        let live = self.ranges();
         let i = live.partition_point(|r| r.1 <= seq);
         i < live.len() && live[i].0 <= seq
     }
@@ -207,7 +224,7 @@ impl RangeSet {
 
     /// End of the highest SACKed range.
     pub fn highest(&self) -> Option<u64> {
-        self.ranges().last().map(|r| r.1)
+        self.last().map(|r| r.1)
     }
 
     /// SACKed bytes and number of SACKed ranges strictly above `seq`.

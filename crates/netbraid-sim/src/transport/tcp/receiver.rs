@@ -243,7 +243,7 @@ impl TcpReceiver {
             }
             self.rcv_nxt = end;
             // Pull in out-of-order data that is now contiguous.
-            while let Some(&(s, e)) = self.out_of_order.ranges().first() {
+            while let Some(&(s, e)) = self.out_of_order.first() {
                 if s > self.rcv_nxt {
                     break;
                 }
