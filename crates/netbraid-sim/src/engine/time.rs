@@ -16,7 +16,13 @@ pub fn earliest(a: Option<Time>, b: Option<Time>) -> Option<Time> {
     // (without branches: the engine asks for timers after every packet, and
     // which of them are set changes from one packet to the next; no timer is
     // ever due at Time::MAX, 584 years)
-    let t = a.unwrap_or(Time::MAX).min(b.unwrap_or(Time::MAX));
+    deadline(a.unwrap_or(Time::MAX).min(b.unwrap_or(Time::MAX)))
+}
+
+/// A deadline kept as a plain time, `Time::MAX` for none (cheap to take the
+/// earliest of), as an option.
+#[inline]
+pub fn deadline(t: Time) -> Option<Time> {
     (t != Time::MAX).then_some(t)
 }
 

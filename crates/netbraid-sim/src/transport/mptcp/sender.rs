@@ -8,6 +8,7 @@ use super::scheduler::{can_queue, pacing_ratio, Candidate, Scheduler};
 use super::{MptcpConfig, Reinjection as Policy, RETRANSMIT_FRAGMENT, STALE_LOSS_COUNT};
 use crate::cc::{CongestionControl, SubflowView};
 use crate::endpoint::{Outbox, Received, Report, Scope, SenderState, Snapshot, Transmit};
+use crate::engine::time::deadline;
 use crate::engine::Time;
 use crate::net::ext::{Ext, MptcpHandshake, MP_CAPABLE_WITH_DATA};
 use crate::net::packet::{tcp_flags, Body, Dss, TcpSegment};
@@ -1096,7 +1097,7 @@ impl StreamSender for MptcpSender {
         for i in 0..self.subflows.len() {
             at = at.min(self.subflow_timer(i));
         }
-        (at != Time::MAX).then_some(at)
+        deadline(at)
     }
     fn path_count(&self) -> usize {
         self.subflows.len()

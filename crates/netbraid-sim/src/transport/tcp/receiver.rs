@@ -6,7 +6,7 @@
 
 use super::{RangeSet, Recovery, TcpConfig};
 use crate::endpoint::{Outbox, Transmit};
-use crate::engine::time::earliest;
+use crate::engine::time::{deadline, earliest};
 use crate::engine::Time;
 use crate::net::packet::{tcp_flags, Body, SackBlocks, TcpSegment};
 use crate::trace::counters::ReceiveCounters;
@@ -151,8 +151,7 @@ impl TcpReceiver {
         self.right_edge - self.rcv_nxt
     }
     pub fn poll_at(&self) -> Option<Time> {
-        let t = self.next_timer();
-        (t != Time::MAX).then_some(t)
+        deadline(self.next_timer())
     }
     /// `poll_at` with `Time::MAX` for none: cheaper to take the earliest of.
     #[inline]

@@ -15,7 +15,7 @@ use super::send_buffer::SendBuffer;
 use super::{RangeSet, Recovery, RttEstimator, Semantics, TcpConfig};
 use crate::cc::{AckEvent, CongestionControl, LossState, RateEvent, SubflowView};
 use crate::endpoint::{Outbox, SenderState, Transmit};
-use crate::engine::time::{as_secs_f64, to_f64};
+use crate::engine::time::{as_secs_f64, deadline, to_f64};
 use crate::engine::Time;
 use crate::error::SimError;
 use crate::net::packet::{tcp_flags, Body, TcpSegment};
@@ -699,30 +699,28 @@ impl TcpSender {
     }
     /// When the sender next needs `on_timer`.
     pub fn poll_at(&self) -> Option<Time> {
-        let t = self.next_timer();
-        (t != Time::MAX).then_some(t)
+        deadline(self.next_timer())
     }
     /// `poll_at`, with `Time::MAX` for none.
     #[inline]
     pub fn next_timer(&self) -> Time {
-        debug_assert_eq!(
-            (self.loss_timer, self.timer),
-            self.timers(),
-            "a timer moved unrefreshed"
-        );
-        self.timer
+        self.kept_timers().1
     }
     /// The earliest of the retransmission, probe and persist timers (not
     /// pacing's), `Time::MAX` for none: what MPTCP's connection-level timer
     /// follows.
     #[inline]
     pub fn next_loss_timer(&self) -> Time {
+        self.kept_timers().0
+    }
+    #[inline]
+    fn kept_timers(&self) -> (Time, Time) {
         debug_assert_eq!(
             (self.loss_timer, self.timer),
             self.timers(),
             "a timer moved unrefreshed"
         );
-        self.loss_timer
+        (self.loss_timer, self.timer)
     }
     /// The loss timers' earliest deadline and every timer's, as kept in
     /// `loss_timer` and `timer`.
