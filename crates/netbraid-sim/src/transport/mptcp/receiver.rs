@@ -37,12 +37,19 @@ struct RxSubflow {
 }
 
 pub struct MptcpReceiver {
+    subflows: Vec<RxSubflow>,
+    /// Everything above the subflows (apart from them, so that a packet's
+    /// subflow and the connection are borrowed side by side).
+    conn: Connection,
+}
+
+/// The connection level: the data-sequence space and the one receive buffer.
+struct Connection {
     header_bytes: u32,
     /// The connection's receive buffer: the one window all subflows share.
     rcvbuf: u64,
     /// The receiver's SWS step, min(rcvbuf / 2, MSS) (`window_edge`).
     sws: u64,
-    subflows: Vec<RxSubflow>,
     /// DATA_ACK: next data byte expected in order.
     data_ack: u64,
     /// Next data byte the application will read.
@@ -94,11 +101,10 @@ impl MptcpReceiver {
                 }
             })
             .collect();
-        Self {
+        let conn = Connection {
             header_bytes: cfg.header_bytes,
             rcvbuf: cfg.receive_buffer(),
             sws: (cfg.receive_buffer() / 2).min(sub_cfg.mss as u64),
-            subflows,
             data_ack: 0,
             read: 0,
             reader_waiting: false,
@@ -112,33 +118,41 @@ impl MptcpReceiver {
             max_held: 0,
             duplicate_bytes: 0,
             stats: TransportCounters::default(),
-        }
+        };
+        Self { subflows, conn }
     }
 
     /// Bytes held now: unread in-order data, connection-level out-of-order
     /// data, and subflow-level out-of-order data.
     pub fn held(&self) -> u64 {
-        self.readable() + self.out_of_order_bytes()
+        self.conn.held()
     }
     /// The most bytes ever held (never more than the buffer).
     #[cfg(test)]
     pub fn max_held(&self) -> u64 {
-        self.max_held
+        self.conn.max_held
     }
     pub fn duplicate_bytes(&self) -> u64 {
-        self.duplicate_bytes
+        self.conn.duplicate_bytes
     }
     /// Data bytes delivered in order (DATA_ACK).
     pub fn data_ack(&self) -> u64 {
-        self.data_ack
+        self.conn.data_ack
+    }
+}
+
+impl Connection {
+    fn held(&self) -> u64 {
+        self.data_ack - self.read + self.out_of_order_bytes()
     }
 
     fn out_of_order_bytes(&self) -> u64 {
         self.out_of_order_bytes + self.pending_held
     }
 
-    /// Data bytes [dsn, dsn + len) reached the connection in subflow `i`'s order.
-    fn deliver(&mut self, i: usize, dsn: u64, len: u64) {
+    /// Data bytes [dsn, dsn + len) reached the connection in some subflow's
+    /// order; returns how many were new (that subflow's credit).
+    fn deliver(&mut self, dsn: u64, len: u64) -> u64 {
         let end = dsn + len;
         // a copy of it still pending on another subflow is a duplicate now
         // (mostly none is: a map's search costs more than the test)
@@ -154,11 +168,10 @@ impl MptcpReceiver {
         // DATA_ACK on is new without a search)
         if end <= self.data_ack || (dsn > self.data_ack && self.out_of_order.is_sacked(dsn)) {
             self.duplicate_bytes += len;
-            return;
+            return 0;
         }
         if dsn <= self.data_ack {
             let old = self.data_ack;
-            self.subflows[i].credited += end - old;
             self.data_ack = end;
             while let Some(&(s, e)) = self.out_of_order.first() {
                 if s > self.data_ack {
@@ -173,13 +186,14 @@ impl MptcpReceiver {
                 self.stats.read_bytes += self.data_ack - self.read;
                 self.read = self.data_ack;
             }
+            end - old
         } else {
             let new = self.out_of_order.add(dsn, end);
             self.out_of_order_bytes += new;
-            self.subflows[i].credited += new;
             if !self.copies.is_empty() && self.copies.range(dsn..end).next().is_some() {
                 self.pending_obsolete = true;
             }
+            new
         }
     }
 
@@ -200,10 +214,10 @@ impl MptcpReceiver {
     /// came on another subflow): they would only be dropped as duplicates
     /// when their subflow's hole fills — if it ever does (a dead path).
     #[cold]
-    fn purge_pending(&mut self) {
+    fn purge_pending(&mut self, subflows: &mut [RxSubflow]) {
         let (ack, ooo) = (self.data_ack, &self.out_of_order);
         let mut gone = Vec::new();
-        for s in &mut self.subflows {
+        for s in subflows {
             s.pending.retain(|&(_, dsn, len)| {
                 let keep = dsn + len > ack && !ooo.is_sacked(dsn);
                 if !keep {
@@ -218,13 +232,12 @@ impl MptcpReceiver {
         self.pending_obsolete = false;
     }
 
-    /// Subflow `i` holds mapping `m` above a hole in its sequence.
+    /// The subflow with `pending` holds mapping `m` above a hole in its sequence.
     /// (Out of line, as `release`: rare beside the in-order path, which is
     /// kept small — MPTCP's per-packet code is about the size of the L1
     /// instruction cache, bench/RESULTS.md.)
     #[inline(never)]
-    fn hold(&mut self, i: usize, m: Mapping) {
-        let pending = &mut self.subflows[i].pending;
+    fn hold(&mut self, pending: &mut VecDeque<(u64, u64, u64)>, m: Mapping) {
         let entry = (m.ssn, m.dsn, m.len as u64);
         match pending.back() {
             Some(&(last, ..)) if last >= m.ssn => match pending.binary_search_by_key(&m.ssn, |e| e.0) {
@@ -239,17 +252,17 @@ impl MptcpReceiver {
         self.pend(m.dsn, m.len as u64);
     }
 
-    /// Subflow `i`'s hole filled up to `after`: its pending mappings below
+    /// Subflow `sub`'s hole filled up to `after`: its pending mappings below
     /// move to the connection.
     #[inline(never)]
-    fn release(&mut self, i: usize, after: u64) {
-        while let Some(&(ssn, dsn, len)) = self.subflows[i].pending.front() {
+    fn release(&mut self, sub: &mut RxSubflow, after: u64) {
+        while let Some(&(ssn, dsn, len)) = sub.pending.front() {
             if ssn >= after {
                 break;
             }
-            self.subflows[i].pending.pop_front();
+            sub.pending.pop_front();
             self.unpend(dsn, len);
-            self.deliver(i, dsn, len);
+            sub.credited += self.deliver(dsn, len);
         }
     }
 
@@ -359,72 +372,67 @@ impl StreamReceiver for MptcpReceiver {
         let Some((seg, i, handshake)) = super::open_segment(rx, self.subflows.len()) else {
             return;
         };
+        let Self { subflows, conn } = self;
         if let Some(MptcpHandshake::Join { packet }) = handshake {
             if packet == 1 || packet == 3 {
-                self.answer_join(i, packet, out);
+                conn.answer_join(i, packet, out);
             }
             return;
         }
+        let sub = &mut subflows[i];
+        let before = sub.tcp.rcv_nxt();
         let mapping = match seg.dss() {
-            Some(Dss::Mapping { dsn }) => Some(Mapping {
+            Some(Dss::Mapping { dsn }) if seg.len > 0 && seg.seq >= before => Some(Mapping {
                 ssn: seg.seq,
                 dsn,
                 len: seg.len,
             }),
             _ => None,
         };
-        let before = self.subflows[i].tcp.rcv_nxt();
-        let mapping = mapping.filter(|_| seg.len > 0 && seg.seq >= before);
         // The common case, in order with nothing waiting, skips the map.
-        let direct = mapping.filter(|_| seg.seq == before && self.subflows[i].pending.is_empty());
+        let direct = mapping.filter(|_| seg.seq == before && sub.pending.is_empty());
         // Data held above a hole in its subflow waits there, unless the
         // connection already has it (a copy came on another subflow): then it
         // is a duplicate now, and holding it would count it twice.
-        let held_back = mapping.filter(|_| direct.is_none());
-        let held_back = match held_back {
-            Some(m) if m.dsn + m.len as u64 <= self.data_ack || self.out_of_order.is_sacked(m.dsn) => {
-                self.duplicate_bytes += m.len as u64;
-                None
+        if let Some(m) = mapping.filter(|_| direct.is_none()) {
+            if m.dsn + m.len as u64 <= conn.data_ack || conn.out_of_order.is_sacked(m.dsn) {
+                conn.duplicate_bytes += m.len as u64;
+            } else {
+                conn.hold(&mut sub.pending, m);
             }
-            other => other,
-        };
-        if let Some(m) = held_back {
-            self.hold(i, m);
         }
-        let sub = &mut self.subflows[i];
         let from = out.len();
         sub.tcp.on_segment(now, seg, wire_size, ce, out);
         let after = sub.tcp.rcv_nxt();
-        let sub = &mut self.subflows[i];
         if after > before {
             if let Some(m) = direct {
-                self.deliver(i, m.dsn, m.len as u64);
+                sub.credited += conn.deliver(m.dsn, m.len as u64);
             } else if !sub.pending.is_empty() {
-                self.release(i, after);
+                conn.release(sub, after);
             }
-            if self.purge_due() {
-                self.purge_pending();
+            if conn.purge_due() {
+                conn.purge_pending(subflows);
             }
             // The application read what arrived: if that opened the
             // connection's window enough, say so now rather than when the
             // subflow's delayed ACK fires (Linux: mptcp_cleanup_rbuf, by
             // TCP's rule: the window at least doubles).
-            if out.len() == from && self.reader_waiting && self.window_opened() {
-                self.subflows[i].tcp.send_window_update(out);
+            if out.len() == from && conn.reader_waiting && conn.window_opened() {
+                subflows[i].tcp.send_window_update(out);
             }
         }
         #[cfg(test)]
         {
-            self.max_held = self.max_held.max(self.held());
+            conn.max_held = conn.max_held.max(conn.held());
         }
-        self.flush_subflow(i, out, from);
+        conn.flush_subflow(i, out, from);
     }
     fn on_timer(&mut self, now: Time, out: &mut Outbox) {
         for i in 0..self.subflows.len() {
             if self.subflows[i].tcp.next_timer() <= now {
                 let from = out.len();
                 self.subflows[i].tcp.on_timer(now, out);
-                self.flush_subflow(i, out, from);
+                self.conn.flush_subflow(i, out, from);
             }
         }
     }
@@ -432,23 +440,23 @@ impl StreamReceiver for MptcpReceiver {
         deadline(self.subflows.iter().fold(Time::MAX, |t, s| t.min(s.tcp.next_timer())))
     }
     fn set_reader_waiting(&mut self, waiting: bool) {
-        self.reader_waiting = waiting;
+        self.conn.reader_waiting = waiting;
     }
     fn readable(&self) -> u64 {
-        self.data_ack - self.read
+        self.conn.data_ack - self.conn.read
     }
     fn read(&mut self, max: u64, out: &mut Outbox) -> u64 {
         let n = max.min(self.readable());
         if n == 0 {
             return 0;
         }
-        self.read += n;
-        self.stats.read_bytes += n;
+        self.conn.read += n;
+        self.conn.stats.read_bytes += n;
         // A reopened window is announced on the initial subflow.
-        if self.window_opened() {
+        if self.conn.window_opened() {
             let from = out.len();
             self.subflows[0].tcp.send_window_update(out);
-            self.flush_subflow(0, out, from);
+            self.conn.flush_subflow(0, out, from);
         }
         n
     }
@@ -467,8 +475,8 @@ impl StreamReceiver for MptcpReceiver {
                     .subflows
                     .iter()
                     .fold(ReceiveCounters::default(), |c, s| c.plus(s.tcp.stats()));
-                c.delivered_bytes = self.stats.delivered_bytes;
-                c.read_bytes = self.stats.read_bytes;
+                c.delivered_bytes = self.conn.stats.delivered_bytes;
+                c.read_bytes = self.conn.stats.read_bytes;
                 c.into()
             }
         };
@@ -481,13 +489,13 @@ impl MptcpReceiver {
     pub fn debug_state(&self) -> String {
         let mut s = format!(
             "data_ack {} read {} ooo {:?} ooo_bytes {} pending_held {} right_edge {} copies {}\n",
-            self.data_ack,
-            self.read,
-            self.out_of_order.ranges(),
-            self.out_of_order_bytes,
-            self.pending_held,
-            self.right_edge,
-            self.copies.len()
+            self.conn.data_ack,
+            self.conn.read,
+            self.conn.out_of_order.ranges(),
+            self.conn.out_of_order_bytes,
+            self.conn.pending_held,
+            self.conn.right_edge,
+            self.conn.copies.len()
         );
         for (i, sf) in self.subflows.iter().enumerate() {
             s += &format!(

@@ -160,6 +160,12 @@ impl Subflow {
 pub struct MptcpSender {
     cfg: TcpConfig,
     mss: u64,
+    /// A page fragment of the connection's data in whole segments (data
+    /// sequence is cut into them from 0, so DATA_ACK stays a boundary), and
+    /// the most segments one MPTCP GSO packet holds (`tso_size_goal`): fixed
+    /// by the MSS, worked out once rather than by a division on every chunk.
+    page_fragment: u64,
+    gso_segments: u64,
     /// `cfg.send_buffer()`, and whether the subflows' controllers are
     /// coupled (they need the sibling view): fixed, and asked on every ACK.
     send_buffer: u64,
@@ -249,6 +255,8 @@ impl MptcpSender {
             .collect();
         Self {
             mss: sub_cfg.mss as u64,
+            page_fragment: RETRANSMIT_FRAGMENT / sub_cfg.mss as u64 * sub_cfg.mss as u64,
+            gso_segments: (MAX_GSO / sub_cfg.mss as u64).max(2),
             send_buffer: cfg.send_buffer(),
             coupled,
             window_edge: cfg.receive_buffer(),
@@ -718,15 +726,9 @@ impl MptcpSender {
     /// been acknowledged: the subflow's queue is topped up in pieces of up to
     /// 32 KB, not segment by segment as ACKs free room.
     fn upstream_chunk(&self, c: &Candidate) -> u64 {
-        let fragment = self.page_fragment();
+        let fragment = self.page_fragment;
         let left = fragment - self.data_nxt % fragment;
-        left.min(tso_size_goal(c))
-    }
-
-    /// A page fragment of the connection's data in whole segments (data
-    /// sequence is cut into them from 0, so DATA_ACK stays a boundary).
-    fn page_fragment(&self) -> u64 {
-        RETRANSMIT_FRAGMENT / self.mss * self.mss
+        left.min(tso_size_goal(c, self.gso_segments))
     }
 
     /// Hand subflow `i` data bytes [dsn, dsn + len) as one mapped write; what
@@ -950,7 +952,7 @@ impl MptcpSender {
         if let Some(k) = pick {
             // whole segments (DATA_ACK is a segment boundary), or up to the
             // application's last byte
-            let len = self.page_fragment().min(self.data_nxt - self.data_una);
+            let len = self.page_fragment.min(self.data_nxt - self.data_una);
             self.send_chunk(now, k, self.data_una, len, out);
         }
         self.rtx_deadline = Some(now + self.rtx_interval(now));
@@ -1006,15 +1008,16 @@ fn every(n: usize) -> u64 {
     u64::MAX.checked_shr(64 - n as u32).unwrap_or(0)
 }
 
+/// What one MPTCP GSO packet holds at most (`MPTCP_MAX_GSO_SIZE`: 64 KiB
+/// less `MAX_TCP_HEADER` + 1, 320 + 1 bytes on x86-64).
+const MAX_GSO: u64 = 65536 - 321;
+
 /// Linux's TSO size goal for a subflow (`tcp_tso_autosize`): about 1 ms of
 /// data at its pacing rate (`sk_pacing_shift` 10: the rate / 1024), at least
-/// two segments, at most what fits in one MPTCP GSO packet
-/// (`MPTCP_MAX_GSO_SIZE`: 64 KiB less `MAX_TCP_HEADER` + 1, 320 + 1 bytes on
-/// x86-64). The pacing rate is the default scheduler's (cwnd / srtt × 2 in
+/// two segments, at most `most` (the segments of one MPTCP GSO packet,
+/// `MAX_GSO`). The pacing rate is the default scheduler's (cwnd / srtt × 2 in
 /// slow start, × 1.2 after); before an RTT sample it is unlimited.
-fn tso_size_goal(c: &Candidate) -> u64 {
-    const MAX_GSO: u64 = 65536 - 321;
-    let most = (MAX_GSO / c.mss).max(2);
+fn tso_size_goal(c: &Candidate, most: u64) -> u64 {
     let Some(srtt) = c.srtt.filter(|&t| t > 0) else {
         return most * c.mss;
     };
