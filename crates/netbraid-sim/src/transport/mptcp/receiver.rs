@@ -38,8 +38,8 @@ struct RxSubflow {
 
 pub struct MptcpReceiver {
     subflows: Vec<RxSubflow>,
-    /// Everything above the subflows (apart from them, so that a packet's
-    /// subflow and the connection are borrowed side by side).
+    /// Everything above the subflows, kept apart from them so that one
+    /// subflow and the connection can be borrowed mutably at once.
     conn: Connection,
 }
 
@@ -151,7 +151,9 @@ impl Connection {
     }
 
     /// Data bytes [dsn, dsn + len) reached the connection in some subflow's
-    /// order; returns how many were new (that subflow's credit).
+    /// order; returns that subflow's credit: in order, the bytes from
+    /// DATA_ACK to the end; out of order, the bytes not held before; none
+    /// for a duplicate.
     fn deliver(&mut self, dsn: u64, len: u64) -> u64 {
         let end = dsn + len;
         // a copy of it still pending on another subflow is a duplicate now
@@ -232,7 +234,8 @@ impl Connection {
         self.pending_obsolete = false;
     }
 
-    /// The subflow with `pending` holds mapping `m` above a hole in its sequence.
+    /// A subflow holds mapping `m` above a hole in its sequence: into its
+    /// queue `pending`, in subflow order.
     /// (Out of line, as `release`: rare beside the in-order path, which is
     /// kept small — MPTCP's per-packet code is about the size of the L1
     /// instruction cache, bench/RESULTS.md.)

@@ -161,10 +161,11 @@ pub struct MptcpSender {
     cfg: TcpConfig,
     mss: u64,
     /// A page fragment of the connection's data in whole segments (data
-    /// sequence is cut into them from 0, so DATA_ACK stays a boundary), and
-    /// the most segments one MPTCP GSO packet holds (`tso_size_goal`): fixed
-    /// by the MSS, worked out once rather than by a division on every chunk.
+    /// sequence is cut into them from 0, so DATA_ACK stays a boundary).
+    /// Fixed by the MSS, as `gso_segments`: both are worked out once rather
+    /// than by a division on every chunk.
     page_fragment: u64,
+    /// The most segments one MPTCP GSO packet holds (`tso_size_goal`).
     gso_segments: u64,
     /// `cfg.send_buffer()`, and whether the subflows' controllers are
     /// coupled (they need the sibling view): fixed, and asked on every ACK.
@@ -564,7 +565,7 @@ impl MptcpSender {
 
     /// The redundant scheduler: every subflow with room takes the oldest chunk
     /// not yet DATA_ACKed that it has not carried, or new data; lowest RTT first.
-    #[inline(never)] // (out of the default scheduler's path: see `MptcpReceiver::hold`)
+    #[inline(never)] // (out of the default scheduler's path: see `Connection::hold` in receiver.rs)
     fn push_redundant(&mut self, now: Time, out: &mut Outbox) {
         let n = self.subflows.len();
         let backups_only = !(0..n).any(|i| self.usable(i) && !self.subflows[i].backup);
@@ -614,7 +615,7 @@ impl MptcpSender {
     /// by another subflow, goes again on `s` if `s` has not carried it and
     /// the other subflow is slow to deliver it (cwnd ≤ 4 segments or srtt >
     /// 4 × s's); and, at most once per s's srtt, that subflow is penalised.
-    #[inline(never)] // (out of the default scheduler's path: see `MptcpReceiver::hold`)
+    #[inline(never)] // (out of the default scheduler's path: see `Connection::hold` in receiver.rs)
     fn optimise_receive_buffer(&mut self, now: Time, cands: &[Candidate], out: &mut Outbox) {
         let Some((s, _)) = self.scheduler.pick(cands, self.last_pick, None) else {
             return;
